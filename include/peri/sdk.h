@@ -167,12 +167,21 @@ typedef struct psdk_permission_request {
     const char *tool_call_id;
     const char *title;
     const char *json; /* the whole session/request_permission params */
+    /* A project-trust question (toolCall._meta has "peri.trustRequest"): trusting lets
+     * the project's own MCP servers and hooks run on this machine. Only
+     * PSDK_TRUST_PROJECT accepts it. */
+    bool trust_request;
 } psdk_permission_request;
 
+/* What a handler answers. Every answer that cannot be given as asked is a rejection:
+ * the request's reject_once option (else reject_always, else outcome "cancelled"). */
 typedef enum psdk_decision {
-    PSDK_REJECT = 0, /* answered with the reject_once option */
-    PSDK_ALLOW,      /* allow_once */
-    PSDK_CANCELLED,  /* outcome "cancelled" */
+    PSDK_REJECT = 0,    /* the reject_once option */
+    PSDK_ALLOW,         /* the allow_once option only, never an "always" option; a
+                           request without one (a trust request) is rejected */
+    PSDK_CANCELLED,     /* outcome "cancelled" */
+    PSDK_TRUST_PROJECT, /* a trust request: its trust_project option; any other request
+                           is rejected */
 } psdk_decision;
 
 /* Callbacks of one session; both run on the agent's reader thread (see top). */

@@ -31,12 +31,43 @@ const MAX_SESSION_ID = 39; // the C SDK keeps ids in char[40]
 const METHOD_NOT_FOUND = -32601;
 const MAX_TIMEOUT_MS = 0x7fffffff; // setTimeout's limit
 
-/** What a permission handler may answer. */
+/**
+ * What a permission handler may answer. Every answer that cannot be given as asked is a
+ * rejection: the request's reject_once option (else reject_always, else outcome
+ * "cancelled").
+ */
 export const Decision = Object.freeze({
   REJECT: "reject", // answered with the reject_once option
-  ALLOW: "allow", // allow_once
+  // the allow_once option only, never an "always" option; a request without one (a
+  // project-trust request) is rejected
+  ALLOW: "allow",
   CANCELLED: "cancelled", // outcome "cancelled"
+  // a project-trust request (toolCall._meta["peri.trustRequest"]): its trust_project
+  // option, which lets the project's own MCP servers and hooks run on the agent's
+  // machine; any other request is rejected
+  TRUST_PROJECT: "trust_project",
 });
+
+// The optionId of the first option of kind k1, else of kind k2, or undefined.
+function optionOf(options, k1, k2) {
+  for (const kind of [k1, k2])
+    for (const o of options)
+      if (kind && isPlainObject(o) && o.kind === kind && typeof o.optionId === "string") return o.optionId;
+  return undefined;
+}
+
+// The optionId a decision selects, or undefined for outcome "cancelled". ALLOW means
+// "allow once": it selects only an allow_once option, never an "always" one, and never
+// answers a trust request (whose only "allow" option records trust for good). Trust is
+// given only by the decision that names it. Anything else is a rejection.
+function answerOf(options, d, trust) {
+  if (d === Decision.CANCELLED) return undefined;
+  let opt;
+  if (d === Decision.ALLOW && !trust) opt = optionOf(options, "allow_once");
+  if (d === Decision.TRUST_PROJECT && trust)
+    opt = options.find((o) => isPlainObject(o) && o.optionId === "trust_project")?.optionId;
+  return opt ?? optionOf(options, "reject_once", "reject_always");
+}
 
 // Resolves once performance.now() has reached t. A timer counts from the event loop's
 // cached clock, which can lag the real one by a few milliseconds, so setTimeout alone
@@ -242,6 +273,7 @@ export class Agent {
     const sid = params.sessionId;
     const s = typeof sid === "string" ? this.#sessions.get(sid) : undefined;
     const tc = isPlainObject(params.toolCall) ? params.toolCall : {};
+    const trust = isPlainObject(tc._meta) && Object.hasOwn(tc._meta, "peri.trustRequest");
     let d = Decision.REJECT;
     if (s && s.handlers.onPermission) {
       try {
@@ -249,25 +281,14 @@ export class Agent {
           sessionId: sid,
           toolCallId: typeof tc.toolCallId === "string" ? tc.toolCallId : undefined,
           title: typeof tc.title === "string" ? tc.title : undefined,
+          trustRequest: trust,
           request: params,
         });
       } catch {
         d = Decision.REJECT;
       }
     }
-    const options = Array.isArray(params.options) ? params.options : [];
-    const optionOf = (k1, k2) => {
-      for (const kind of [k1, k2])
-        for (const o of options)
-          if (isPlainObject(o) && o.kind === kind && typeof o.optionId === "string") return o.optionId;
-      return undefined;
-    };
-    const opt =
-      d === Decision.ALLOW
-        ? optionOf("allow_once", "allow_always")
-        : d === Decision.CANCELLED
-          ? undefined
-          : optionOf("reject_once", "reject_always");
+    const opt = answerOf(Array.isArray(params.options) ? params.options : [], d, trust);
     const outcome = opt ? { outcome: "selected", optionId: opt } : { outcome: "cancelled" };
     this.#sendQuiet({ jsonrpc: "2.0", id, result: { outcome } });
   }

@@ -211,10 +211,10 @@ static void on_update(psdk_agent *a, pj_t *params) {
     free(text);
 }
 
-/* The optionId of the first option of one of the kinds, or NULL. */
+/* The optionId of the first option of kind k1, else of kind k2 (may be NULL), or NULL. */
 static const char *option_of(pj_t *options, const char *k1, const char *k2) {
     const char *kinds[2] = {k1, k2};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 && kinds[i]; i++) {
         size_t j;
         pj_t *o;
         pj_array_foreach(options, j, o) {
@@ -226,9 +226,33 @@ static const char *option_of(pj_t *options, const char *k1, const char *k2) {
     return NULL;
 }
 
+/* optionId if one of the options has it, or NULL. */
+static const char *option_id(pj_t *options, const char *optid) {
+    size_t j;
+    pj_t *o;
+    pj_array_foreach(options, j, o) {
+        const char *id = pj_string_value(pj_object_get(o, "optionId"));
+        if (id && !strcmp(id, optid)) return id;
+    }
+    return NULL;
+}
+
+/* The option a decision selects, or NULL for outcome "cancelled". ALLOW means "allow
+ * once": it selects only an allow_once option, never an "always" one, and never answers
+ * a trust request (whose only "allow" option records trust for good). Trust is given
+ * only by the decision that names it. Anything else is a rejection. */
+static const char *answer_of(pj_t *options, psdk_decision d, bool trust) {
+    const char *opt = NULL;
+    if (d == PSDK_CANCELLED) return NULL;
+    if (d == PSDK_ALLOW && !trust) opt = option_of(options, "allow_once", NULL);
+    if (d == PSDK_TRUST_PROJECT && trust) opt = option_id(options, "trust_project");
+    return opt ? opt : option_of(options, "reject_once", "reject_always");
+}
+
 static void on_permission(psdk_agent *a, pj_t *id, pj_t *params) {
     const char *sid = pj_string_value(pj_object_get(params, "sessionId"));
     pj_t *tc = pj_object_get(params, "toolCall");
+    bool trust = pj_object_get(pj_object_get(tc, "_meta"), "peri.trustRequest") != NULL;
     psdk_handlers h;
     psdk_decision d = PSDK_REJECT;
     if (find_handlers(a, sid, &h) && h.on_permission) {
@@ -238,14 +262,12 @@ static void on_permission(psdk_agent *a, pj_t *id, pj_t *params) {
             .tool_call_id = pj_string_value(pj_object_get(tc, "toolCallId")),
             .title = pj_string_value(pj_object_get(tc, "title")),
             .json = text ? text : "{}",
+            .trust_request = trust,
         };
         d = h.on_permission(h.ctx, &r);
         free(text);
     }
-    pj_t *options = pj_object_get(params, "options");
-    const char *opt = d == PSDK_ALLOW    ? option_of(options, "allow_once", "allow_always")
-                      : d == PSDK_REJECT ? option_of(options, "reject_once", "reject_always")
-                                         : NULL;
+    const char *opt = answer_of(pj_object_get(params, "options"), d, trust);
     pj_t *outcome = opt ? pj_pack("{s:s, s:s}", "outcome", "selected", "optionId", opt)
                         : pj_pack("{s:s}", "outcome", "cancelled");
     send_json(a, pb_rpc_result(id, outcome ? pj_pack("{s:o}", "outcome", outcome) : NULL));

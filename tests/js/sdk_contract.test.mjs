@@ -16,6 +16,7 @@ import {
   PSDK_RPC_CLOSE_INCOMPLETE,
   CLOSE_BUDGET_DEFAULT_MS,
   CLOSE_REPLAY_MS,
+  Decision,
 } from "../../sdk/js/index.mjs";
 import { fakeAgent, standardScript } from "./fake_agent.mjs";
 
@@ -122,6 +123,77 @@ test("updates reach their session in order; permissions are answered", async () 
   assert.equal(await s.prompt("hi"), "end_turn");
   assert.equal(text, "Hello");
   assert.deepEqual(asked, ["t1"]);
+});
+
+// One prompt whose permission request has these params, answered by a handler that
+// always decides `decision`: the SDK's answer (the outcome object) and what the handler saw.
+async function answerTo(params, decision) {
+  let prompt;
+  let answer;
+  let asked;
+  const { agent } = await connect(
+    standardScript(() => {}, (msg, io) => {
+      if (msg.method === "session/prompt") {
+        prompt = io;
+        io.push({ jsonrpc: "2.0", id: "p1", method: "session/request_permission", params });
+        return true;
+      }
+      if (msg.id === "p1" && msg.method === undefined) {
+        answer = msg.result.outcome;
+        prompt.reply({ stopReason: "end_turn" });
+        return true;
+      }
+      return false;
+    }),
+  );
+  const s = await agent.newSession({ onPermission: async (r) => ((asked = r), decision) });
+  assert.equal(await s.prompt("hi"), "end_turn");
+  await agent.disconnect();
+  return { answer, trustRequest: asked.trustRequest };
+}
+
+// The agent's project-trust question: only trust_project (kind allow_always), no allow_once.
+const TRUST_REQUEST = {
+  sessionId: "s1",
+  toolCall: { toolCallId: "peri-trust-0123", title: "Trust?", _meta: { "peri.trustRequest": { project: "/p" } } },
+  options: [{ optionId: "trust_project", kind: "allow_always" }, { optionId: "reject_once", kind: "reject_once" }],
+};
+// A tool's request as the agent sends it, an "always" option first.
+const TOOL_REQUEST = {
+  sessionId: "s1",
+  toolCall: { toolCallId: "c1", title: "write x" },
+  options: [
+    { optionId: "always", kind: "allow_always" },
+    { optionId: "once", kind: "allow_once" },
+    { optionId: "always_project", kind: "allow_always" },
+    { optionId: "no", kind: "reject_once" },
+    { optionId: "never", kind: "reject_always" },
+  ],
+};
+const selected = (optionId) => ({ outcome: "selected", optionId });
+
+test("ALLOW is allow once: never an 'always' option, never a project's trust", async () => {
+  assert.deepEqual(await answerTo(TRUST_REQUEST, Decision.ALLOW), { answer: selected("reject_once"), trustRequest: true });
+  assert.deepEqual(await answerTo(TOOL_REQUEST, Decision.ALLOW), { answer: selected("once"), trustRequest: false });
+  // no allow_once offered (and no trust marker): rejected, not "always"
+  const alwaysOnly = { sessionId: "s1", toolCall: { toolCallId: "c1" },
+    options: [{ optionId: "always", kind: "allow_always" }, { optionId: "never", kind: "reject_always" }] };
+  assert.deepEqual((await answerTo(alwaysOnly, Decision.ALLOW)).answer, selected("never"));
+  // a trust request that also offered allow_once is still not answered by ALLOW
+  const trustWithOnce = { sessionId: "s1", toolCall: { toolCallId: "c1", _meta: { "peri.trustRequest": {} } },
+    options: [{ optionId: "once", kind: "allow_once" }, { optionId: "no", kind: "reject_once" }] };
+  assert.deepEqual(await answerTo(trustWithOnce, Decision.ALLOW), { answer: selected("no"), trustRequest: true });
+  // nothing to reject with: cancelled
+  const nothing = { sessionId: "s1", toolCall: { toolCallId: "c1" }, options: [{ optionId: "always", kind: "allow_always" }] };
+  assert.deepEqual((await answerTo(nothing, Decision.ALLOW)).answer, { outcome: "cancelled" });
+});
+
+test("only TRUST_PROJECT accepts a trust request, and it accepts nothing else", async () => {
+  assert.deepEqual((await answerTo(TRUST_REQUEST, Decision.TRUST_PROJECT)).answer, selected("trust_project"));
+  assert.deepEqual((await answerTo(TOOL_REQUEST, Decision.TRUST_PROJECT)).answer, selected("no"));
+  assert.deepEqual((await answerTo(TRUST_REQUEST, Decision.REJECT)).answer, selected("reject_once"));
+  assert.deepEqual((await answerTo(TRUST_REQUEST, Decision.CANCELLED)).answer, { outcome: "cancelled" });
+  assert.deepEqual((await answerTo(TOOL_REQUEST, Decision.REJECT)).answer, selected("no"));
 });
 
 test("an unknown request from the agent is answered Method not found", async () => {

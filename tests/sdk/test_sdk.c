@@ -47,6 +47,7 @@ typedef struct fake {
     int inflight, max_inflight;
     int ncancel;
     char perm_answer[512];
+    const char *perm_params; /* the permission request's params (JSON); NULL: the default */
     pj_int_t prompt_id;
     pthread_t recv_thread;
 } fake;
@@ -113,14 +114,23 @@ static int f_send(psdk_transport *t, const char *frame, size_t len) {
         f->prompt_id = pj_integer_value(id);
         push(f, update("s-1", "agent_message_chunk", "hel"), 0, false);
         push(f, update("s-1", "agent_message_chunk", "lo"), 0, false);
-        push(f,
-             pj_pack("{s:s, s:i, s:s, s:{s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s}, {s:s, s:s, "
-                     "s:s}]}}",
-                     "jsonrpc", "2.0", "id", 5000, "method", "session/request_permission", "params",
-                     "sessionId", "s-1", "toolCall", "toolCallId", "c1", "title", "write x",
-                     "options", "optionId", "yes", "name", "Allow", "kind", "allow_once",
-                     "optionId", "no", "name", "Reject", "kind", "reject_once"),
-             0, false);
+        if (f->perm_params) {
+            pj_t *params = pj_loads(f->perm_params, 0, NULL);
+            assert_non_null(params);
+            push(f,
+                 pj_pack("{s:s, s:i, s:s, s:o}", "jsonrpc", "2.0", "id", 5000, "method",
+                         "session/request_permission", "params", params),
+                 0, false);
+        } else {
+            push(f,
+                 pj_pack("{s:s, s:i, s:s, s:{s:s, s:{s:s, s:s}, s:[{s:s, s:s, s:s}, {s:s, s:s, "
+                         "s:s}]}}",
+                         "jsonrpc", "2.0", "id", 5000, "method", "session/request_permission",
+                         "params", "sessionId", "s-1", "toolCall", "toolCallId", "c1", "title",
+                         "write x", "options", "optionId", "yes", "name", "Allow", "kind",
+                         "allow_once", "optionId", "no", "name", "Reject", "kind", "reject_once"),
+                 0, false);
+        }
     } else if (!strcmp(method, "session/cancel")) {
         f->ncancel++;
     } else if (!strcmp(method, "session/close")) {
@@ -578,6 +588,93 @@ static void test_prompt_callbacks(void **state) {
     free(f);
 }
 
+/* ---------------------------------------------------------------- permission answers */
+
+/* The agent's project-trust question: only trust_project (kind allow_always), no allow_once. */
+#define TRUST_REQUEST                                                                              \
+    "{\"sessionId\":\"s-1\",\"toolCall\":{\"toolCallId\":\"peri-trust-0123\","                     \
+    "\"title\":\"Trust?\",\"_meta\":{\"peri.trustRequest\":{\"project\":\"/p\"}}},"                \
+    "\"options\":[{\"optionId\":\"trust_project\",\"kind\":\"allow_always\"},"                     \
+    "{\"optionId\":\"reject_once\",\"kind\":\"reject_once\"}]}"
+/* A tool's request as the agent sends it, an "always" option first. */
+#define TOOL_REQUEST                                                                               \
+    "{\"sessionId\":\"s-1\",\"toolCall\":{\"toolCallId\":\"c1\",\"title\":\"write x\"},"           \
+    "\"options\":[{\"optionId\":\"always\",\"kind\":\"allow_always\"},"                            \
+    "{\"optionId\":\"once\",\"kind\":\"allow_once\"},"                                             \
+    "{\"optionId\":\"always_project\",\"kind\":\"allow_always\"},"                                 \
+    "{\"optionId\":\"no\",\"kind\":\"reject_once\"},"                                              \
+    "{\"optionId\":\"never\",\"kind\":\"reject_always\"}]}"
+
+typedef struct decide {
+    psdk_decision d;
+    int asked;
+    bool trust_request;
+} decide;
+
+static psdk_decision cb_decide(void *ctx, const psdk_permission_request *r) {
+    decide *dc = ctx;
+    dc->asked++;
+    dc->trust_request = r->trust_request;
+    return dc->d;
+}
+
+/* One prompt whose permission request has these params, answered by a handler that
+ * always decides d: the SDK's answer (the outcome object) must be want. */
+static void answer_to(const char *params, psdk_decision d, bool trust, const char *want) {
+    fake *f = fake_new();
+    f->perm_params = params;
+    psdk_sandbox_options o = {.transport_factory = fake_factory, .factory_ctx = f};
+    psdk_error err;
+    psdk_sandbox *sb = psdk_sandbox_new(&o, &err);
+    psdk_agent *a = psdk_agent_connect(sb, "rel/../odd path", &err);
+    decide dc = {.d = d};
+    psdk_handlers h = {.ctx = &dc, .on_permission = cb_decide};
+    assert_int_equal(psdk_agent_initialize(a, NULL, 0, &err), PSDK_OK);
+    psdk_session *s = psdk_session_new(a, NULL, &h, &err);
+    assert_non_null(s);
+    char stop[32];
+    assert_int_equal(psdk_session_prompt(s, "hi", stop, sizeof stop, &err), PSDK_OK);
+    assert_int_equal(dc.asked, 1);
+    assert_int_equal(dc.trust_request, trust);
+    assert_string_equal(f->perm_answer, want);
+    psdk_agent_free(a);
+    psdk_sandbox_free(sb);
+    free(f);
+}
+
+#define SELECTED(id) "{\"optionId\":\"" id "\",\"outcome\":\"selected\"}"
+
+/* ALLOW is "allow once": it never selects an "always" option and never trusts a project. */
+static void test_allow_is_once(void **state) {
+    (void)state;
+    answer_to(TRUST_REQUEST, PSDK_ALLOW, true, SELECTED("reject_once"));
+    answer_to(TOOL_REQUEST, PSDK_ALLOW, false, SELECTED("once"));
+    /* no allow_once offered (and no trust marker): rejected, not "always" */
+    answer_to("{\"sessionId\":\"s-1\",\"toolCall\":{\"toolCallId\":\"c1\"},\"options\":["
+              "{\"optionId\":\"always\",\"kind\":\"allow_always\"},"
+              "{\"optionId\":\"never\",\"kind\":\"reject_always\"}]}",
+              PSDK_ALLOW, false, SELECTED("never"));
+    /* a trust request that also offered allow_once is still not answered by ALLOW */
+    answer_to("{\"sessionId\":\"s-1\",\"toolCall\":{\"toolCallId\":\"c1\",\"_meta\":{"
+              "\"peri.trustRequest\":{}}},\"options\":[{\"optionId\":\"once\",\"kind\":"
+              "\"allow_once\"},{\"optionId\":\"no\",\"kind\":\"reject_once\"}]}",
+              PSDK_ALLOW, true, SELECTED("no"));
+    /* nothing to reject with: cancelled */
+    answer_to("{\"sessionId\":\"s-1\",\"toolCall\":{\"toolCallId\":\"c1\"},\"options\":["
+              "{\"optionId\":\"always\",\"kind\":\"allow_always\"}]}",
+              PSDK_ALLOW, false, "{\"outcome\":\"cancelled\"}");
+}
+
+/* Only PSDK_TRUST_PROJECT accepts a trust request, and it accepts nothing else. */
+static void test_trust_project_decision(void **state) {
+    (void)state;
+    answer_to(TRUST_REQUEST, PSDK_TRUST_PROJECT, true, SELECTED("trust_project"));
+    answer_to(TOOL_REQUEST, PSDK_TRUST_PROJECT, false, SELECTED("no"));
+    answer_to(TRUST_REQUEST, PSDK_REJECT, true, SELECTED("reject_once"));
+    answer_to(TRUST_REQUEST, PSDK_CANCELLED, true, "{\"outcome\":\"cancelled\"}");
+    answer_to(TOOL_REQUEST, PSDK_REJECT, false, SELECTED("no"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_factory_required),
@@ -593,6 +690,8 @@ int main(void) {
         cmocka_unit_test(test_close_answer_timeout),
         cmocka_unit_test(test_close_concurrent_one_stream),
         cmocka_unit_test(test_prompt_callbacks),
+        cmocka_unit_test(test_allow_is_once),
+        cmocka_unit_test(test_trust_project_decision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
