@@ -74,10 +74,14 @@ typedef struct pct_sess {
      * PCT_HISTORY_FORMAT: read_only too, and the writing entry points say so instead of
      * naming an owner. */
     int format;
-    /* Project trust (worker thread only after make_live): the digest of the project
-     * configuration whose servers run in this session's pool ("" = none), and the digest
-     * the user was last asked about, so that a changed file asks again. */
+    /* Project trust (worker thread only after make_live): the digest of the trusted
+     * project configuration in force (its hooks installed, its servers in this session's
+     * pool; "" = none), the digest whose servers the pool already holds (set by
+     * pct__mcp_open for content trusted before the session: the first turn then installs
+     * only its hooks), and the digest the user was last asked about, so that a changed
+     * file asks again. */
     char project_on[PAG_TRUST_DIGEST_HEX];
+    char servers_on[PAG_TRUST_DIGEST_HEX];
     char trust_asked[PAG_TRUST_DIGEST_HEX];
     atomic_int trust_cancel; /* set by a cancel while the trust question is open */
     /* ---- event identity. epoch: immutable after make_live (kept in the thread's meta,

@@ -226,13 +226,15 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
     if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
     if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
     /* The project's own servers start only when the user trusted that exact content;
-     * otherwise the first prompt asks (pct__trust_before_turn). */
+     * otherwise the first prompt asks (pct__trust_before_turn). Trusted content's hooks
+     * are installed before the first turn (pct__trust_before_turn, which then leaves these
+     * servers alone). */
     pag_project_config pc;
     bool have_pc = pag_project_config_read(s->cwd, &pc) == 0;
     bool any = have_pc && pag_project_config_any(&pc);
     bool is_trusted = any && pag_trust_is_trusted(c->home, &pc);
     char *project = is_trusted && pc.servers_json ? strdup(pc.servers_json) : NULL;
-    if (project) memcpy(s->project_on, pc.digest, sizeof s->project_on);
+    if (project) memcpy(s->servers_on, pc.digest, sizeof s->servers_on);
     if (have_pc) pag_project_config_free(&pc);
     char *why = NULL;
     if (any && !is_trusted) {

@@ -11,11 +11,13 @@
  *     text: control characters and non-ASCII escaped, so nothing hides); only the
  *     explicit "Trust this exact configuration" answer records trust (user state) and
  *     starts the servers and hands the project's hooks to the hooks middleware;
- *   - content trusted meanwhile (e.g. `peri trust` in a terminal): its servers start.
- * A changed file has another digest, so it is asked about again.
+ *   - content trusted before (at an earlier session, or meanwhile with `peri trust` in a
+ *     terminal): its hooks are installed and its servers start, unless they already
+ *     started with the session (pct__mcp_open: s->servers_on).
+ * A changed file has another digest: its hooks stop and it is asked about again.
  *
- * Invariants: worker thread only (s->project_on, s->trust_asked, the pool's server list);
- * a cancel of the turn ends an open question as "not trusted".
+ * Invariants: worker thread only (s->project_on, s->servers_on, s->trust_asked, the
+ * pool's server list); a cancel of the turn ends an open question as "not trusted".
  */
 #include "ctl_impl.h"
 
@@ -62,15 +64,18 @@ static char *describe(const pag_project_config *pc) {
     return out;
 }
 
-/* Starts the (now trusted) project servers in the session's pool. */
+/* Puts the (now trusted) project configuration in force: its hooks, and its servers in
+ * the session's pool unless they started with the session. */
 static void start_servers(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
+    bool started = !strcmp(s->servers_on, pc->digest);
     pmcp_pool *ext = pct__mcp_ext(s);
-    if (pc->servers_json && !ext)
+    if (pc->servers_json && !started && !ext)
         return; /* servers still starting (a cancelled wait): the
                     next turn starts these */
     memcpy(s->project_on, pc->digest, sizeof s->project_on);
     pct__mw_project(s, pc, turn); /* the project's hooks, now trusted */
-    if (!pc->servers_json) return;
+    if (!pc->servers_json || started) return;
+    memcpy(s->servers_on, pc->digest, sizeof s->servers_on);
     char *notes = NULL;
     int rc = pmcp_pool_add_project(ext, pc->servers_json, &notes);
     if (rc == 1) pct__rebuild_tools(s);
@@ -122,7 +127,10 @@ void pct__trust_before_turn(pct_sess *s, uint64_t turn) {
     pag_project_config pc;
     if (pag_project_config_read(s->cwd, &pc) != 0) return;
     /* hooks run only while the file holds exactly the trusted content */
-    if (strcmp(s->project_on, pc.digest) != 0) pct__mw_project(s, NULL, turn);
+    if (strcmp(s->project_on, pc.digest) != 0) {
+        pct__mw_project(s, NULL, turn);
+        s->project_on[0] = '\0'; /* nothing in force: that content back installs them again */
+    }
     if (!pag_project_config_any(&pc) || !strcmp(s->project_on, pc.digest)) goto out;
     if (pag_trust_is_trusted(s->c->home, &pc)) {
         start_servers(s, turn, &pc);

@@ -2,7 +2,8 @@
 """e2e_mw.py: end-to-end scenarios of the middlewares over `peri acp` with the scripted
 model (tests/host/mock_model.py) and a private HOME: session hooks run in the real
 native sandbox (deny with the reason in the model's next request, added context, a
-timeout that does not hang the turn, project hooks only after trust), ask_user answered
+timeout that does not hang the turn, project hooks only after trust and in later sessions
+of a trusted project that also names MCP servers), ask_user answered
 by the client through session/request_permission, and an MCP server's elicitation.
 
 usage: e2e_mw.py PERI_BINARY MOCK_MODEL_PY SCENARIO
@@ -194,6 +195,60 @@ def s_hook_project(E):
     a.permission_answer = "reject_once"
     E.mock.script([{"text": "three"}])
     ended(a, prompt(a, sid2, "third"))
+    check(not os.path.exists(marker), "a changed, untrusted project hook ran")
+
+
+def s_hook_project_mcp(E):
+    # a trusted project that also names an MCP server: in a later session (trust already
+    # recorded, so its server starts with the session) its hook still runs, once a prompt,
+    # and its server is started once
+    srv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "elicit_server.py")
+    marker = os.path.join(E.cwd, "hook-ran")
+    os.makedirs(os.path.join(E.cwd, ".peri"))
+    with open(os.path.join(E.cwd, ".peri", "settings.json"), "w") as f:
+        json.dump({"mcpServers": {"el": {"type": "stdio", "command": sys.executable,
+                                         "args": [srv]}},
+                   "hooks": {"UserPromptSubmit": [{"hooks": [{
+                       "type": "command", "command": "echo x >> hook-ran; echo project-context"}]}]}},
+                  f)
+    a = E.agent()
+    a.permission_answer = "trust_project"
+    sid = E.new_session(a)
+    E.mock.script([{"text": "one"}])
+    ended(a, prompt(a, sid, "first"))
+    check(os.path.exists(marker), "the hook did not run in the session that trusted it")
+    os.unlink(marker)
+
+    def asked(agent):
+        return [f for _, f in agent.log if f.get("method") == "session/request_permission"]
+
+    # a later session in a new agent process: nothing is asked, the hook runs
+    b = E.agent()
+    b.permission_answer = "reject_once"
+    sid2 = E.new_session(b)
+    E.mock.script([{"text": "two"}, {"text": "three"}])
+    ended(b, prompt(b, sid2, "second"))
+    check(not asked(b), "trusted content asked again: %r" % asked(b))
+    check(os.path.exists(marker), "the trusted project hook did not run in a later session")
+    body = E.mock.requests()[-1]["body"]
+    check(any("project-context" in t for t in user_texts(body)), "trusted context missing")
+    tools = [t["function"]["name"] for t in body.get("tools", [])]
+    check("mcp__el__guard" in tools, "the trusted project server is missing: %r" % tools)
+    ended(b, prompt(b, sid2, "third"))
+    check(open(marker).read() == "x\nx\n", "hook runs %r (one a prompt expected)"
+          % open(marker).read())
+    said = json.dumps([u for _, u in b.updates(sid2)])
+    check("refused" not in said, "the project server was started twice: %s" % said[:600])
+    # a changed file: its hook stops until that content is trusted
+    os.unlink(marker)
+    with open(os.path.join(E.cwd, ".peri", "settings.json"), "w") as f:
+        json.dump({"mcpServers": {"el": {"type": "stdio", "command": sys.executable,
+                                         "args": [srv, "changed"]}},
+                   "hooks": {"UserPromptSubmit": [{"hooks": [{
+                       "type": "command", "command": "echo x >> hook-ran"}]}]}}, f)
+    E.mock.script([{"text": "four"}])
+    ended(b, prompt(b, sid2, "fourth"))
+    check(asked(b), "a changed file did not ask again")
     check(not os.path.exists(marker), "a changed, untrusted project hook ran")
 
 
@@ -498,6 +553,7 @@ def s_bg_restart(E):
 
 SCENARIOS = {"hook_deny": s_hook_deny, "hook_context": s_hook_context,
              "hook_timeout": s_hook_timeout, "hook_project": s_hook_project,
+             "hook_project_mcp": s_hook_project_mcp,
              "hook_mcp": s_hook_mcp, "hook_cancel": s_hook_cancel,
              "hook_subagent": s_hook_subagent,
              "ask_choice": s_ask_choice, "ask_text": s_ask_text, "ask_cancel": s_ask_cancel,
