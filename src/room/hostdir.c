@@ -623,30 +623,27 @@ done:
 int pr__hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
               int64_t off, uint32_t *count) {
     *count = 0;
-    if ((uint64_t)iovs + 8ull * n > size) return 21; /* EFAULT */
-    struct iovec small[16], *v = n <= 16 ? small : malloc(n * sizeof *v);
-    if (!v) return PR_E_NOMEM;
-    uint32_t k = 0;
+    if ((uint64_t)iovs + 8ull * n > size) return PR_E_FAULT;
+    /* Every entry is checked, but only the first IOV_MAX non-empty ones are kept (one
+     * readv/writev moves no more, and a short count is allowed): host memory stays
+     * fixed however many entries the guest passes. */
+    struct iovec v[PR_HD_IOV_MAX];
+    int cnt = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t ptr, len;
         memcpy(&ptr, mem + iovs + 8ull * i, 4);
         memcpy(&len, mem + iovs + 8ull * i + 4, 4);
-        if ((uint64_t)ptr + len > size) {
-            if (v != small) free(v);
-            return 21;
-        }
-        if (len) v[k++] = (struct iovec){mem + ptr, len};
+        if ((uint64_t)ptr + len > size) return PR_E_FAULT;
+        if (len && cnt < PR_HD_IOV_MAX) v[cnt++] = (struct iovec){mem + ptr, len};
     }
-    int cnt = k > 1024 ? 1024 : (int)k; /* IOV_MAX */
     ssize_t r;
-    if (k == 0)
+    if (cnt == 0)
         r = 0;
     else if (off < 0)
         r = write ? writev(fd, v, cnt) : readv(fd, v, cnt);
     else
         r = write ? pwritev(fd, v, cnt, off) : preadv(fd, v, cnt, off);
     int e = r < 0 ? pr__hd_errno(errno) : 0;
-    if (v != small) free(v);
     if (r > 0) *count = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
     return e;
 }

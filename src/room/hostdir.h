@@ -24,6 +24,7 @@ enum {
     PR_E_ACCES = 2,
     PR_E_BADF = 8,
     PR_E_EXIST = 20,
+    PR_E_FAULT = 21,
     PR_E_INVAL = 28,
     PR_E_IO = 29,
     PR_E_ISDIR = 31,
@@ -69,7 +70,10 @@ int pr__hd_readdir(int fd, uint8_t *buf, uint32_t cap, uint64_t cookie, uint32_t
 /* The WASI filetype of an open descriptor. */
 uint8_t pr__hd_filetype(int fd);
 /* readv/writev (off < 0: at the descriptor's position) over the guest's iovec array
- * at guest address iovs (n entries) in memory mem[0..size). *count the bytes moved. */
+ * at guest address iovs (n entries) in memory mem[0..size). *count the bytes moved.
+ * Every entry is bounds-checked (EFAULT); only the first PR_HD_IOV_MAX non-empty ones
+ * take part (a short count), held on the stack: no host allocation grows with n. */
+enum { PR_HD_IOV_MAX = 1024 };
 int pr__hd_rw(int fd, uint8_t *mem, uint64_t size, uint32_t iovs, uint32_t n, bool write,
               int64_t off, uint32_t *count);
 
