@@ -1202,7 +1202,9 @@ static pw_status host_open(pw_call_ctx *cx, void *env, wfd *d, const pw_val *a, 
     if ((oflags & O_CREAT_) && !(d->rights & R_CREATE_FILE)) RET(E_NOTCAPABLE);
     if ((oflags & O_TRUNC_) && !(d->rights & R_PATH_SET_SIZE)) RET(E_NOTCAPABLE);
     bool rd = rights & (R_FD_READ | R_FD_READDIR);
-    bool wr = (rights & (R_FD_WRITE | R_FD_ALLOCATE | R_FD_SET_SIZE)) || (fdflags & FDF_APPEND);
+    /* The access mode comes from the rights alone: APPEND is recorded (and applies to
+     * writes), but without a write right the host file is opened for reading only. */
+    bool wr = rights & (R_FD_WRITE | R_FD_ALLOCATE | R_FD_SET_SIZE);
     int os;
     bool is_dir;
     e = pr__hd_open(d->os, path, U32(3), U32(1), oflags, fdflags, rd, wr, &os, &is_dir);
@@ -1259,7 +1261,7 @@ HOST(path_open) {
     /* Beyond the contract, as below a host directory (hostdir.c): a trailing '/' asks
      * for a directory, and a directory is never opened for writing. */
     bool beyond = rs->host->beyond_contract;
-    bool wr = (rights & (R_FD_WRITE | R_FD_ALLOCATE | R_FD_SET_SIZE)) || (fdflags & FDF_APPEND);
+    bool wr = rights & (R_FD_WRITE | R_FD_ALLOCATE | R_FD_SET_SIZE); /* not APPEND: as above */
     if (beyond && (oflags & O_DIRECTORY_) && (oflags & (O_CREAT_ | O_TRUNC_)))
         e = E_INVAL;
     else if (beyond && ((oflags & O_DIRECTORY_) || slash) && wr)

@@ -21,6 +21,31 @@ def check(cond, what):
         print("FAIL: " + what)
 
 
+def open_modes(pid, path):
+    """The access modes (flags & O_ACCMODE) of pid's descriptors open on path."""
+    modes = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) != path:
+                continue
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                modes += [int(l.split()[1], 8) & 3 for l in f if l.startswith("flags:")]
+        except OSError:
+            pass
+    return modes
+
+
+def append_read_only(args, host_file=None):
+    """The probe's appendro on f: its output, and (host_file) the modes of the host
+    descriptors open on host_file while the probe holds f open."""
+    p = subprocess.Popen([PERI, "run"] + args + [PROBE, "appendro", "f"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={})
+    first = p.stdout.readline().decode("utf-8", "replace")
+    modes = open_modes(p.pid, host_file) if host_file else None
+    out, _ = p.communicate(b"", timeout=120)
+    return first + out.decode("utf-8", "replace"), modes
+
+
 def run(*args, stdin=subprocess.DEVNULL, env=None):
     r = subprocess.run([PERI, "run"] + list(args), stdin=stdin, capture_output=True,
                        timeout=120, env=env if env is not None else {})
@@ -169,6 +194,14 @@ with tempfile.TemporaryDirectory() as t:
     rc, out, _ = run(d, root + "::/", PROBE, "rights", "f")
     check(out == "drop 0 regain %d read %d dirseek %d\n" % (E_NOTCAPABLE, E_NOTCAPABLE, E_BADF),
           "rights enforced: %r" % out)
+    # APPEND without a write right: the host file is opened read-only (a 0444 file too),
+    # a directory opens as without APPEND, and writing is refused.
+    os.chmod(os.path.join(root, "f"), 0o444)
+    out, modes = append_read_only(["--dir", root + "::/"], os.path.join(root, "f"))
+    check(out == "open 0 dir 0 flags 1 write %d\nread inside\n\n" % E_NOTCAPABLE and modes == [0],
+          "APPEND with only the read right opens the host file read-only: %r %r" % (out, modes))
+    os.chmod(os.path.join(root, "f"), 0o644)
+    check(open(os.path.join(root, "f")).read() == "inside\n", "APPEND read-only: file untouched")
     # Writes land in the host directory; a GUEST name other than "/".
     rc, out, _ = run(d, root + "::/data", PROBE, "write", "/data/new.txt", "hello")
     check(rc == 0 and open(os.path.join(root, "new.txt")).read() == "hello", "write via --dir: %r" % out)
@@ -191,6 +224,9 @@ with tempfile.TemporaryDirectory() as t:
     check(out in ["drop 0 regain %d read %d dirseek %d\n" % (E_NOTCAPABLE, e, E_BADF)
                   for e in (E_BADF, E_NOTCAPABLE)],
           "rights enforced in the in-memory file system: %r" % out)
+    out, _ = append_read_only(["--file", "/f=" + src])
+    check(out in ["open 0 dir 0 flags 1 write %d\nread x\n" % e for e in (E_BADF, E_NOTCAPABLE)],
+          "APPEND with only the read right in the in-memory file system: %r" % out)
     # Beyond the contract the in-memory file system stores atim and mtim as given
     # (a contract run keeps atim = mtim, the reference host's logical clock).
     times_out = ("times: errno 0 0 atim 1000000000 mtim 2000000000\n"
