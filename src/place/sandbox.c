@@ -47,7 +47,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -144,30 +143,6 @@ static bool mkparents(char *path, uid_t uid, gid_t gid, bool chown_them, size_t 
         if (!ok) return false;
     }
     return true;
-}
-
-/* Removes one entry; failures are not fatal here: remove_tree checks the result. */
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f) {
-    (void)st;
-    (void)f;
-    if (flag == FTW_DP || flag == FTW_D)
-        (void)rmdir(p);
-    else
-        (void)unlink(p);
-    return 0;
-}
-
-static int chmod_dirs(const char *p, const struct stat *st, int flag, struct FTW *f) {
-    (void)f;
-    if (flag == FTW_D || flag == FTW_DNR) chmod(p, (st->st_mode & 07777) | 0700);
-    return 0;
-}
-
-bool pl__remove_tree(const char *dir) {
-    if (geteuid() != 0) nftw(dir, chmod_dirs, 32, FTW_PHYS);
-    nftw(dir, rm_one, 32, FTW_DEPTH | FTW_PHYS);
-    struct stat st;
-    return lstat(dir, &st) != 0 && errno == ENOENT;
 }
 
 /* ---------------------------------------------------------------- output files */

@@ -41,7 +41,8 @@ bool pl__cg_remove(pl_cgroup *cg);
  * Returns a pointer into the ctx (valid for its lifetime) or NULL. */
 const unsigned char *pl__seccomp_bpf(pl_ctx *pc, bool network, size_t *len);
 
-/* Removes a directory tree (no symlink followed); true when it is gone. */
+/* Removes a directory tree, fd-relative at any depth and never following a symlink
+ * (rmtree.c); true when it is gone. */
 bool pl__remove_tree(const char *dir);
 /* Reclaims what runs of dead processes left: scratch directories peri-sbx-<pid>-* under
  * the scratch root and cgroup leaves peri-<pid>-* under our own cgroups, only when

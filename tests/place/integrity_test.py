@@ -159,6 +159,14 @@ if os.geteuid() == 0:
 else:
     print("links: not root: bubblewrap mounts the masks, top-level links are not masked")
 
+# A tree nested past PATH_MAX in the run's scratch (its /tmp) is removed all the same
+# (run() checks that the scratch directory is left empty).
+ws = workspace("deep", False)
+res, _ = run("deep", ws, 'n=$(printf "%0250d" 0); cd /tmp; for i in $(seq 1 24); do '
+                         'mkdir $n && cd $n || break; echo x > f; done; echo deep')
+check("deep" in res.get("stdout", "") and res.get("evidence", {}).get("scratch_removed", True)
+      is not False, f"deep: {res}")
+
 # A .git that is a symlink cannot be protected: the run is refused, nothing runs.
 ws = os.path.join(top, "gitlink")
 os.makedirs(os.path.join(top, "realgit"))

@@ -18,12 +18,14 @@
 
 #include "pt_fault.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1011,6 +1013,59 @@ static void test_clone_stack_guard(void **state) {
     munmap(again, PL_STACK_GUARD + n);
 }
 
+/* A tree sandboxed code left in scratch goes whatever its shape: 40 levels of 250-byte
+ * names (10,000 bytes of path, past PATH_MAX, where path-based removal fails), files and
+ * a directory of mode 000 on the way, and symlinks to a file and a directory outside,
+ * which must be removed, not followed (what they lead to stays). */
+static void test_remove_deep_tree(void **state) {
+    (void)state;
+    char top[] = "/tmp/peri-rmtree-XXXXXX";
+    assert_non_null(mkdtemp(top));
+    char root[sizeof top + 8], out[sizeof top + 8], outdir[sizeof top + 8];
+    snprintf(root, sizeof root, "%s/tree", top);
+    snprintf(out, sizeof out, "%s/keep", top);
+    snprintf(outdir, sizeof outdir, "%s/kdir", top);
+    assert_int_equal(mkdir(root, 0755), 0);
+    assert_int_equal(mkdir(outdir, 0755), 0);
+    FILE *f = fopen(out, "w");
+    assert_non_null(f);
+    fputs("keep\n", f);
+    fclose(f);
+    char name[251];
+    memset(name, 'd', 250);
+    name[250] = 0;
+    int fd = open(root, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(mkdirat(fd, name, 0755), 0);
+        int g = openat(fd, "file", O_WRONLY | O_CREAT, 0644);
+        assert_true(g >= 0);
+        close(g);
+        if (i == 7) {
+            assert_int_equal(symlinkat(out, fd, "ln-file"), 0);
+            assert_int_equal(symlinkat(outdir, fd, "ln-dir"), 0);
+        }
+        int sub = openat(fd, name, O_RDONLY | O_DIRECTORY);
+        assert_true(sub >= 0);
+        if (i == 20) assert_int_equal(fchmod(fd, 0), 0); /* a level left 000 */
+        close(fd);
+        fd = sub;
+    }
+    close(fd);
+    assert_true(pl__remove_tree(root));
+    assert_int_equal(access(root, F_OK), -1);
+    assert_int_equal(access(out, F_OK), 0);
+    assert_int_equal(access(outdir, F_OK), 0);
+    /* gone already, or a symlink: both end with nothing there */
+    assert_true(pl__remove_tree(root));
+    assert_int_equal(symlink(outdir, root), 0);
+    assert_true(pl__remove_tree(root));
+    assert_int_equal(access(outdir, F_OK), 0);
+    unlink(out);
+    rmdir(outdir);
+    assert_int_equal(rmdir(top), 0);
+}
+
 int main(void) {
     static const unsigned char envf[] = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01,
                                          0x04, 0x01, 0x60, 0x00, 0x00, 0x02, 0x09, 0x01, 0x03,
@@ -1051,6 +1106,7 @@ int main(void) {
         cmocka_unit_test(test_room_cancel),
         cmocka_unit_test(test_room_ruby_limits),
         cmocka_unit_test(test_clone_stack_guard),
+        cmocka_unit_test(test_remove_deep_tree),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pl_free(g_pc);
