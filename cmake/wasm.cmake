@@ -112,4 +112,8 @@ if(PERI_AGENTWASM_SOURCES)
   # Linked from the archive, so only what the reactor reaches comes in: the registry's
   # tool bodies (shell, files) are never referenced and never linked.
   add_custom_target(peri_agent_wasm ALL DEPENDS ${PERI_AGENT_WASM})
+  # The Makefile generator repeats the core's custom commands in every target that
+  # depends on their outputs; without this order, make -j built the objects and the
+  # archive twice at once, one job deleting libperi-core.a as the other linked it.
+  add_dependencies(peri_agent_wasm peri_wasm_core)
 endif()
