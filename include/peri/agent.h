@@ -193,8 +193,9 @@ int pag_trust_user_allow_add(const char *home, const char *cwd, const char *tool
  * (whole names only, "*" never) once that content is trusted. */
 bool pag_project_allows(const char *home, const char *cwd, const char *tool_name);
 /* True (with why) when cwd must not be a session directory: "/", the user's home or any
- * directory containing it, or the user config dir <home>/.peri or anything inside it (the
- * agent could rewrite the user's settings and trust store). */
+ * directory containing it, the user config dir <home>/.peri or anything inside it, or,
+ * when ~/.peri is a symlink, where it really lives, anything inside that or any directory
+ * containing it (the agent could rewrite the user's settings and trust store). */
 bool pag_cwd_refused(const char *cwd, const char *home, char *why, size_t whylen);
 /* A skill's SKILL.md body (front matter removed) from <cwd>/.peri/skills/<name>/; NULL
  * when absent or the name is not a plain directory name. Caller frees. */

@@ -35,6 +35,9 @@
  *   WebAssembly room first); `shell` through placement when ctx->sandbox is set
  *   (native sandbox: cwd read-write, no network); ptl_ctx.sandbox, ptl_result.meta_json
  *   and raw_output_json; ptl_tool_needs_permission.
+ *   PTL_F_PROTECTED, ptl_protected_dir: write and edit refuse the directories of the
+ *   host's own state that ctx->sandbox->policy protects (protect, protect_around), even
+ *   inside the workspace.
  */
 #ifndef PERI_TOOLS_H
 #define PERI_TOOLS_H
@@ -239,10 +242,23 @@ typedef enum ptl_fstatus {
     PTL_F_TOO_LARGE,   /* larger than the bound (and truncation was not asked) */
     PTL_F_NOMEM,
     PTL_F_IO,
+    PTL_F_PROTECTED, /* write/edit: in one of the host's protected directories
+                        (ptl_protected_dir) */
 } ptl_fstatus;
 
 /* Short English text for a status ("path escapes the workspace", ...). Static. */
 const char *ptl_fstatus_text(ptl_fstatus s);
+
+struct pl_policy;
+/* The protected directory write and edit refuse real, an absolute real path, for: the
+ * first of pol->protect that real is or lies inside, or of pol->protect_around unless the
+ * workspace root (its real path) lies inside that one (placement's rule for the session
+ * store's directory); each is compared both as named and where it really lives (a
+ * symlinked ~/.peri). Returned as the policy names it; NULL for none or a NULL pol. These
+ * are the host's own state (the user's Peri home with its settings and trust decisions,
+ * the code cache, the room's builds, the session store: docs/placement.md, "Protected
+ * directories"), which a workspace may contain when it contains where they live. */
+const char *ptl_protected_dir(const struct pl_policy *pol, const char *root, const char *real);
 
 /* Opens path, relative to the directory rootfd, beneath it (an absolute path: -EXDEV). Returns a
  * descriptor (O_CLOEXEC, O_NONBLOCK unless O_PATH; caller closes) or -errno: -EXDEV/-ELOOP for an

@@ -398,12 +398,23 @@ bool pag_cwd_refused(const char *cwd, const char *home, char *why, size_t whylen
          * read-write */
         char cfg[PATH_MAX + 8], rcfg[PATH_MAX];
         snprintf(cfg, sizeof cfg, "%s/%s", rhome, STORE_DIR_REL);
-        if (beneath(real, cfg) || (realpath(cfg, rcfg) && beneath(real, rcfg))) {
+        bool resolved = realpath(cfg, rcfg) != NULL;
+        if (beneath(real, cfg) || (resolved && beneath(real, rcfg))) {
             snprintf(why, whylen,
                      "the session directory %s is inside your Peri configuration directory "
                      "(%s): the agent could change your own settings and trust decisions. "
                      "Open a project directory instead",
                      real, cfg);
+            return true;
+        }
+        /* a directory that contains where ~/.peri really lives (a symlink into a dotfiles
+         * directory): its files would be the session's, reachable by a relative path */
+        if (resolved && strcmp(rcfg, cfg) != 0 && beneath(rcfg, real)) {
+            snprintf(why, whylen,
+                     "the session directory contains %s, where your Peri configuration "
+                     "directory ~/.peri really lives: the agent could change your own "
+                     "settings and trust decisions. Open a project directory instead",
+                     rcfg);
             return true;
         }
         size_t n = strlen(real);

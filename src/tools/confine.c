@@ -353,8 +353,10 @@ const char *ptl_fstatus_text(ptl_fstatus s) {
         [PTL_F_TOO_LARGE] = "file too large",
         [PTL_F_NOMEM] = "out of memory",
         [PTL_F_IO] = "input/output error",
+        [PTL_F_PROTECTED] = "refused: the file is in one of the host's protected directories",
     };
-    _Static_assert(sizeof texts / sizeof texts[0] == PTL_F_IO + 1, "a text for every status");
+    _Static_assert(sizeof texts / sizeof texts[0] == PTL_F_PROTECTED + 1,
+                   "a text for every status");
     return (unsigned)s < sizeof texts / sizeof texts[0] ? texts[s] : texts[PTL_F_IO];
 }
 
@@ -383,8 +385,10 @@ static int split_last(const char *rel, char **dir, char **name) {
 }
 
 /* Opens directory dir beneath rootfd, creating missing components (mkdirat in the parent's
- * descriptor, then resolved again beneath the root). */
-static int open_dir_creating(int rootfd, const char *dir, bool create) {
+ * descriptor, then resolved again beneath the root) where guard (if any) allows them:
+ * -EACCES when it does not. */
+static int open_dir_creating(int rootfd, const char *dir, bool create,
+                             const ptl__mkdir_guard *guard) {
     int fd = ptl__open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY, 0, 0);
     if (fd >= 0 || fd != -ENOENT || !create) return fd;
     /* walk prefix by prefix; each prefix is resolved beneath the root from scratch */
@@ -406,6 +410,10 @@ static int open_dir_creating(int rootfd, const char *dir, bool create) {
         fd = ptl__open_beneath(rootfd, p, O_RDONLY | O_DIRECTORY, 0, 0);
         if (fd == -ENOENT) {
             const char *comp = p + i;
+            if (guard && !guard->may(guard->ud, prev, comp)) {
+                rc = -EACCES;
+                break;
+            }
             if (mkdirat(prev, comp, 0755) != 0 && errno != EEXIST) {
                 rc = -errno;
                 break;
@@ -429,7 +437,8 @@ static int open_dir_creating(int rootfd, const char *dir, bool create) {
     return prev;
 }
 
-int ptl__target_at(int rootfd, const char *rel, bool create_dirs, int *dirfd, char **name) {
+int ptl__target_at(int rootfd, const char *rel, bool create_dirs, const ptl__mkdir_guard *guard,
+                   int *dirfd, char **name) {
     *dirfd = -1;
     *name = NULL;
     char *cur = strdup(rel);
@@ -447,7 +456,7 @@ int ptl__target_at(int rootfd, const char *rel, bool create_dirs, int *dirfd, ch
             rc = strcmp(cur, "..") == 0 || strncmp(cur, "../", 3) == 0 ? -EXDEV : -EISDIR;
             break;
         }
-        int dfd = open_dir_creating(rootfd, dir, create_dirs);
+        int dfd = open_dir_creating(rootfd, dir, create_dirs, guard);
         if (dfd < 0) {
             free(dir);
             free(base);

@@ -48,6 +48,7 @@ static ptl_status status_error(ptl_result *r, const char *path, ptl_fstatus s) {
     case PTL_F_TOO_LARGE:
         return ptl__error(r, "file too large (over %u MiB): %s", MAX_FILE >> 20, path);
     case PTL_F_NOMEM: return PTL_ERR_NOMEM;
+    case PTL_F_PROTECTED: return ptl__error(r, "%s: %s", ptl_fstatus_text(s), path);
     case PTL_F_IO: break;
     }
     return ptl__error(r, "cannot read %s: %s", path, strerror(errno));
@@ -140,6 +141,83 @@ static ptl_status control_error(ptl_result *r, const char *tool, const char *pat
                       "a git directory at any depth), which tools never write; the user edits "
                       "them",
                       tool, path);
+}
+
+/* The length of dir without trailing '/' ("/" stays 1). */
+static size_t trimmed(const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return n;
+}
+
+/* True when path (absolute, canonical) is dir or lies inside it; strictly: inside only. */
+static bool within(const char *path, const char *dir, bool strictly) {
+    size_t n = trimmed(dir);
+    if (n == 1 && dir[0] == '/') return !strictly || path[1] != '\0';
+    if (strncmp(path, dir, n) != 0) return false;
+    return path[n] == '/' || (!strictly && path[n] == '\0');
+}
+
+const char *ptl_protected_dir(const pl_policy *pol, const char *root, const char *real) {
+    if (!pol || !real) return NULL;
+    for (size_t k = 0; k < pol->nprotect + pol->nprotect_around; k++) {
+        bool whole = k < pol->nprotect;
+        const char *p = whole ? pol->protect[k] : pol->protect_around[k - pol->nprotect];
+        if (!p || p[0] != '/') continue;
+        char rp[PATH_MAX];
+        const char *forms[2] = {p, realpath(p, rp) ? rp : NULL};
+        for (int i = 0; i < 2; i++) {
+            if (!forms[i] || !within(real, forms[i], false)) continue;
+            /* the session store's directory may hold the whole workspace, as in the
+             * sandbox: then only a workspace that is the store's directory is refused */
+            if (!whole && root && within(root, forms[i], true)) continue;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The real path of an open descriptor, from /proc/self/fd. */
+static bool fd_real(int fd, char out[PATH_MAX]) {
+    char lp[64];
+    snprintf(lp, sizeof lp, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(lp, out, PATH_MAX - 1);
+    if (n <= 0) return false;
+    out[n] = '\0';
+    return out[0] == '/';
+}
+
+/* The protected directories of the session's sandbox policy, for write and edit. */
+typedef struct prot_check {
+    const pl_policy *pol;
+    char root[PATH_MAX]; /* the workspace's real path */
+    const char *hit;     /* the protected dir a refused target lies in */
+} prot_check;
+
+/* True when dirfd/name lies in none of pc's protected directories (a ptl__mkdir_guard,
+ * asked before each missing directory is made, and for the target itself). */
+static bool prot_may(void *ud, int dirfd, const char *name) {
+    prot_check *pc = ud;
+    char dir[PATH_MAX], path[PATH_MAX * 2];
+    if (!fd_real(dirfd, dir)) { /* cannot tell: refuse */
+        pc->hit = "(a directory whose real path cannot be read)";
+        return false;
+    }
+    snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+    pc->hit = ptl_protected_dir(pc->pol, pc->root, path);
+    return pc->hit == NULL;
+}
+
+/* The refusal of a write into a protected directory (prot_may). */
+static ptl_status protected_error(ptl_result *r, const char *tool, const char *path,
+                                  const char *dir) {
+    return ptl__error(r,
+                      "%s: %s: %s lies in %s, which holds the host's own state (the user's "
+                      "Peri settings and trust decisions, the code cache, the room's builds or "
+                      "the session store); tools never write there, even inside the "
+                      "workspace; the user changes it",
+                      tool, ptl_fstatus_text(PTL_F_PROTECTED), path, dir);
 }
 
 /* A tool error for a -errno from target resolution. */
@@ -313,13 +391,31 @@ static int open_target(const ptl_ctx *ctx, ptl_result *r, const char *path, bool
     *t = (target){.rootfd = -1, .dirfd = -1, .fd = -1};
     t->rootfd = open_root(ctx, r, path, &t->rel, st);
     if (t->rootfd < 0) return -1;
-    int rc = ptl__target_at(t->rootfd, t->rel, create, &t->dirfd, &t->name);
+    /* the host's protected directories, where the workspace contains one: refused before
+     * any missing directory is made in them, and as the target's real place */
+    prot_check pc = {.pol = ctx->sandbox ? ctx->sandbox->policy : NULL};
+    bool guarded = pc.pol && pc.pol->nprotect + pc.pol->nprotect_around > 0;
+    if (guarded && !fd_real(t->rootfd, pc.root)) {
+        *st = ptl__error(r, "the workspace directory is not accessible: %s", ctx->cwd);
+        return -1;
+    }
+    ptl__mkdir_guard guard = {prot_may, &pc};
+    int rc =
+        ptl__target_at(t->rootfd, t->rel, create, guarded ? &guard : NULL, &t->dirfd, &t->name);
+    if (rc == -EACCES && pc.hit) {
+        *st = protected_error(r, verb, path, pc.hit);
+        return -1;
+    }
     if (rc < 0) {
         *st = target_error(r, path, rc);
         return -1;
     }
     if (control_target(t->rootfd, t->dirfd, t->name)) {
         *st = control_error(r, verb, path);
+        return -1;
+    }
+    if (guarded && !prot_may(&pc, t->dirfd, t->name)) {
+        *st = protected_error(r, verb, path, pc.hit);
         return -1;
     }
     return 0;

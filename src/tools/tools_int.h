@@ -84,10 +84,18 @@ ptl_fstatus ptl__errno_status(int err);
 ptl_fstatus ptl__open_regular(int rootfd, const char *rel, int *fd, struct stat *st);
 /* Reads an open file, bounded. */
 ptl_fstatus ptl__read_fd(int fd, size_t max, bool truncate, char **data, size_t *len);
+/* Asked before a missing directory name is made in the directory dirfd: false leaves it
+ * unmade (ptl__target_at returns -EACCES). */
+typedef struct ptl__mkdir_guard {
+    bool (*may)(void *ud, int dirfd, const char *name);
+    void *ud;
+} ptl__mkdir_guard;
 /* Where a write of rel lands: the descriptor of its (real) directory and the final name,
  * which is not a symlink (inside symlinks are followed by text, beneath the root). Missing
- * directories are created when create_dirs. 0 or -errno (-EXDEV escape). */
-int ptl__target_at(int rootfd, const char *rel, bool create_dirs, int *dirfd, char **name);
+ * directories are created when create_dirs, each only if guard (may be NULL) allows it.
+ * 0 or -errno (-EXDEV escape, -EACCES a directory guard refused). */
+int ptl__target_at(int rootfd, const char *rel, bool create_dirs, const ptl__mkdir_guard *guard,
+                   int *dirfd, char **name);
 /* Writes data to a temporary file beside dirfd/name, fsyncs it and renames it over name;
  * old (the replaced file's stat, or NULL) gives the mode and owner to keep. 0 or errno;
  * on failure the original file is untouched. */

@@ -327,6 +327,29 @@ static void test_cwd_refused(void **st) {
     assert_true(pag_cwd_refused(real_cfg, home, why, sizeof why));
     snprintf(lnk, sizeof lnk, "%s/sub", real_cfg);
     assert_true(pag_cwd_refused(lnk, home, why, sizeof why));
+    /* ...and a directory that contains where it really lives (a dotfiles directory,
+     * ~/.peri -> <dotfiles>/peri): its files would be reachable as "peri/settings.json" */
+    char *dotfiles = tmpdir(), real_peri[1100], other[1100];
+    snprintf(real_peri, sizeof real_peri, "%s/peri", dotfiles);
+    sub(dotfiles, "peri");
+    sub(dotfiles, "other");
+    snprintf(child, sizeof child, "%s/.peri", home);
+    assert_int_equal(unlink(child), 0);
+    assert_int_equal(symlink(real_peri, child), 0);
+    assert_true(pag_cwd_refused(dotfiles, home, why, sizeof why));
+    assert_non_null(strstr(why, "where your Peri configuration directory ~/.peri really lives"));
+    assert_non_null(strstr(why, real_peri));
+    snprintf(child, sizeof child, "%s/./other/..", dotfiles);
+    assert_true(pag_cwd_refused(child, home, why, sizeof why));
+    assert_true(pag_cwd_refused(real_peri, home, why, sizeof why));
+    /* a sibling of the real directory is an ordinary project */
+    snprintf(other, sizeof other, "%s/other", dotfiles);
+    assert_false(pag_cwd_refused(other, home, why, sizeof why));
+    snprintf(child, sizeof child, "%s/.peri", home);
+    assert_int_equal(unlink(child), 0);
+    assert_int_equal(symlink(real_cfg, child), 0);
+    rm_rf(dotfiles);
+    free(dotfiles);
     /* a sibling whose name only starts like it is fine */
     sub(home, ".peri-notes");
     snprintf(child, sizeof child, "%s/.peri-notes", home);

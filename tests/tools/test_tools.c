@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "peri/place.h"
 #include "peri/tools.h"
 #include "tools/tools_int.h"
 
@@ -425,6 +426,80 @@ static void test_write_and_edit(void **state) {
     assert_string_equal(slurp(p), "xy BEE xy c xy");
 }
 
+/* Runs a tool with a sandbox policy that protects the given directories. */
+static void run_protected(fx *f, const char *cwd, const pl_policy *pol, const char *tool,
+                          const char *input, bool want_error, const char *contains) {
+    ptl_sandbox sb = {.policy = pol, .off = true};
+    ptl_ctx ctx = {.cwd = cwd, .sandbox = &sb};
+    ptl_result r;
+    (void)f;
+    assert_int_equal(ptl_run(ptl_find(tool), input, &ctx, &r), PTL_OK);
+    if (r.is_error != want_error)
+        fail_msg("%s %s in %s: %s: %s", tool, input, cwd,
+                 want_error ? "expected an error" : "error", r.output);
+    if (contains && !strstr(r.output, contains))
+        fail_msg("%s %s: output lacks \"%s\": %s", tool, input, contains, r.output);
+    ptl_result_clear(&r);
+}
+
+/* The host's protected directories (the sandbox policy's protect list: the user's Peri
+ * home where it really lives, ...) are never written by write or edit, even when the
+ * workspace contains them: a ~/.peri that is a symlink into a dotfiles workspace. */
+static void test_protected_dirs(void **state) {
+    fx *f = *state;
+    char p[512], home[256], link[300], real_peri[256], store[256];
+    snprintf(home, sizeof home, "%s/home", f->base);
+    mkdir(home, 0755);
+    snprintf(real_peri, sizeof real_peri, "%s/peri", f->ws);
+    mkdir(real_peri, 0755);
+    snprintf(link, sizeof link, "%s/.peri", home);
+    assert_int_equal(symlink(real_peri, link), 0); /* ~/.peri -> <ws>/peri */
+    snprintf(p, sizeof p, "%s/settings.json", real_peri);
+    write_file(p, "{\"a\":1}\n");
+    snprintf(p, sizeof p, "%s/cfg", f->ws);
+    assert_int_equal(symlink("peri", p), 0);
+    snprintf(store, sizeof store, "%s/store", f->ws);
+    mkdir(store, 0755);
+    snprintf(p, sizeof p, "%s/store/proj", f->ws);
+    mkdir(p, 0755);
+    const char *prot[] = {link}, *around[] = {store};
+    pl_policy pol = {
+        .protect = prot, .nprotect = 1, .protect_around = around, .nprotect_around = 1};
+    static const char *const refused[] = {
+        "peri/settings.json", "./peri/settings.json", "src/../peri/settings.json",
+        "cfg/settings.json",  "peri/trust.json",      "peri/new/deeper/x.json",
+        "store/peri.db"};
+    char args[256];
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        snprintf(args, sizeof args, "{\"path\":\"%s\",\"content\":\"{}\"}", refused[i]);
+        run_protected(f, f->ws, &pol, "write", args, true, "protected directories");
+    }
+    run_protected(f, f->ws, &pol, "edit",
+                  "{\"path\":\"peri/settings.json\",\"old_string\":\"1\",\"new_string\":\"2\"}",
+                  true, "protected directories");
+    snprintf(p, sizeof p, "%s/settings.json", real_peri);
+    assert_string_equal(slurp(p), "{\"a\":1}\n");
+    snprintf(p, sizeof p, "%s/trust.json", real_peri);
+    assert_int_equal(access(p, F_OK), -1);
+    snprintf(p, sizeof p, "%s/new", real_peri); /* no directory was made in it either */
+    assert_int_equal(access(p, F_OK), -1);
+    snprintf(p, sizeof p, "%s/store/peri.db", f->ws);
+    assert_int_equal(access(p, F_OK), -1);
+    /* ordinary files beside them, and a name that only starts like one, stay writable */
+    run_protected(f, f->ws, &pol, "write", "{\"path\":\"notes.txt\",\"content\":\"n\"}", false,
+                  "Created");
+    run_protected(f, f->ws, &pol, "write", "{\"path\":\"peri-notes/a.txt\",\"content\":\"n\"}",
+                  false, "Created");
+    run_protected(f, f->ws, &pol, "edit",
+                  "{\"path\":\"README.md\",\"old_string\":\"line1\",\"new_string\":\"L1\"}", false,
+                  "Edited");
+    /* a workspace inside the session store's directory is the sandbox's rule too: allowed */
+    snprintf(p, sizeof p, "%s/store/proj", f->ws);
+    run_protected(f, p, &pol, "write", "{\"path\":\"main.c\",\"content\":\"x\"}", false, "Created");
+    assert_null(ptl_protected_dir(NULL, f->ws, real_peri));
+    assert_string_equal(ptl_protected_dir(&pol, f->ws, real_peri), link);
+}
+
 static void test_list_glob_grep(void **state) {
     fx *f = *state;
     ptl_result r;
@@ -596,6 +671,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_and_edit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_control_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protected_dirs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_glob_grep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shell_basic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shell_timeout, setup, teardown),
