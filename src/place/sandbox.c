@@ -1239,6 +1239,16 @@ static void supervise(run_state *S) {
             S->net_failed = killed = true;
             kill_by = now_ms() + 300;
             pl__net_stop(&S->net);
+            /* bubblewrap's child (the sandbox's pid 1, still held on the block fd) first:
+             * killed alone, the outer bubblewrap would leave it to die later of its
+             * parent-death signal, after this run was reported over; killed first, the
+             * outer one reaps it and exits. Through a pidfd: the pid cannot be reused
+             * while the fd is open. */
+            int tfd = target > 0 ? (int)syscall(SYS_pidfd_open, target, 0) : -1;
+            if (tfd >= 0) {
+                (void)syscall(SYS_pidfd_send_signal, tfd, SIGKILL, NULL, 0);
+                close(tfd);
+            }
             if (!S->cg.mode || pl__cg_signal_all(&S->cg, S->child) <= 0) kill(S->child, SIGKILL);
         }
     }
