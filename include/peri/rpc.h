@@ -8,7 +8,9 @@
  * array, may strings hold NUL), so each passes its pb_rpc_rules; everything else is
  * common:
  *   - the frame is one JSON object with "jsonrpc": "2.0" (batches are refused: neither
- *     ACP nor MCP 2025-06-18 has them), duplicate keys refused;
+ *     ACP nor MCP 2025-06-18 has them), duplicate keys refused; text that is not JSON
+ *     is a parse error, JSON that is not an object (an array, a bare scalar) an invalid
+ *     request;
  *   - a method is a non-empty string without NUL; params an object (an array only
  *     where the rules allow it); "params": null is the same as no params;
  *   - a response has a usable id and exactly one of result / error, and an error is an

@@ -40,7 +40,9 @@ void pb_rpc_decode(const char *text, size_t len, const pb_rpc_rules *rules, pb_r
     if (!rules) rules = &strict;
     memset(out, 0, sizeof *out);
     pj_error_t je;
-    size_t flags = PJ_REJECT_DUPLICATES | (rules->allow_nul ? PJ_ALLOW_NUL : 0);
+    /* any JSON value: a scalar such as `1` or `null` is valid JSON that is not a request
+     * object, so it is an Invalid Request (-32600), not a parse error */
+    size_t flags = PJ_REJECT_DUPLICATES | PJ_DECODE_ANY | (rules->allow_nul ? PJ_ALLOW_NUL : 0);
     out->root = text ? pj_loadb(text, len, flags, &je) : NULL;
     pj_t *r = out->root;
     if (!r) return invalid(out, PB_RPC_PARSE_ERROR, "not JSON");

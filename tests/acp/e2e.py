@@ -406,6 +406,12 @@ def s_malformed(E):
     a.send_raw("[1,2]")
     r = a.wait(lambda f: "error" in f, what="batch error")[1]
     check(r["error"]["code"] == -32600, "batch %r" % r)
+    for scalar in ("1", '"x"', "null"):  # valid JSON, but not a request object
+        a.send_raw(scalar)
+        r = a.wait(lambda f: "error" in f, what="scalar %s" % scalar)[1]
+        check(r == {"jsonrpc": "2.0", "id": None,
+                    "error": {"code": -32600, "message": "Invalid Request"}},
+              "scalar %s: %r" % (scalar, r))
     a.send_raw('{"jsonrpc":"2.0","id":5}')
     r = a.wait(lambda f: "error" in f, what="invalid request")[1]
     check(r["error"]["code"] == -32600 and r["id"] == 5, "invalid %r" % r)

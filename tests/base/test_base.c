@@ -280,6 +280,36 @@ static void rpc_rules_differ_only_where_declared(void **state) {
     pb_rpc_clear(&m);
 }
 
+/* JSON-RPC 2.0: text that is not JSON is a parse error (-32700); valid JSON that is not a
+ * request object - a bare scalar as much as an array - is an Invalid Request (-32600). */
+static void rpc_scalar_is_invalid_request(void **state) {
+    (void)state;
+    static const char *const scalars[] = {"1", "\"x\"", "null", "true", "-2.5", " 7 "};
+    const pb_rpc_rules *rules[] = {NULL, PB_RPC_ACP_RULES};
+    pb_rpc_msg m;
+    for (size_t r = 0; r < 2; r++) {
+        for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
+            if (kind_of(scalars[i], rules[r], &m) != PB_RPC_INVALID)
+                fail_msg("accepted: %s", scalars[i]);
+            if (m.err_code != PB_RPC_INVALID_REQUEST)
+                fail_msg("%s: code %d, want -32600", scalars[i], m.err_code);
+            assert_null(m.id);
+            char why[160];
+            assert_string_equal(pb_rpc_invalid_text(&m, why, sizeof why),
+                                "Invalid Request: not a JSON object");
+            pb_rpc_clear(&m);
+        }
+        static const char *const broken[] = {"", "{x", "1 2", "nul", "\"x"};
+        for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+            assert_int_equal(kind_of(broken[i], rules[r], &m), PB_RPC_INVALID);
+            if (m.err_code != PB_RPC_PARSE_ERROR)
+                fail_msg("%s: code %d, want -32700", broken[i], m.err_code);
+            assert_string_equal(m.err_msg, "Parse error");
+            pb_rpc_clear(&m);
+        }
+    }
+}
+
 /* Builders keep the field order and steal what they say they steal. */
 static void rpc_builders_and_encoding(void **state) {
     (void)state;
@@ -391,6 +421,7 @@ int main(void) {
         cmocka_unit_test(iso_time_is_utc_with_milliseconds),
         cmocka_unit_test(log_hook_delivers_and_drops),
         cmocka_unit_test(rpc_rules_differ_only_where_declared),
+        cmocka_unit_test(rpc_scalar_is_invalid_request),
         cmocka_unit_test(rpc_builders_and_encoding),
         cmocka_unit_test(cpu_features_match_the_probe),
     };
