@@ -22,11 +22,31 @@ static void bad_params(pacp_reply *r, const char *msg) {
     pacp__reply_error(r, PACP_INVALID_PARAMS, msg);
 }
 
-/* sessionId (or Peri's session_id); NULL when absent or not a string. */
-static const char *session_id(pj_t *params) {
+/* True when v is a string holding a NUL byte: as a C string it would be cut short there
+ * (`"<id>\u0000x"` would name <id>), so such a parameter is refused, never truncated. */
+static bool has_nul(pj_t *v) {
+    return pj_is_string(v) && strlen(pj_string_value(v)) != pj_string_length(v);
+}
+
+/* False after answering -32602 when the string parameter `name` holds a NUL byte. */
+static bool nul_free(pj_t *v, const char *name, pacp_reply *r) {
+    if (!has_nul(v)) return true;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%.100s must not contain a NUL character (U+0000)", name);
+    bad_params(r, msg);
+    return false;
+}
+
+static pj_t *session_id_value(pj_t *params) {
     pj_t *v = pj_object_get(params, "sessionId");
-    if (!v) v = pj_object_get(params, "session_id");
-    return pj_is_string(v) && pj_string_length(v) > 0 ? pj_string_value(v) : NULL;
+    return v ? v : pj_object_get(params, "session_id");
+}
+
+/* sessionId (or Peri's session_id); NULL when absent, not a string, empty or holding a
+ * NUL byte. */
+static const char *session_id(pj_t *params) {
+    pj_t *v = session_id_value(params);
+    return pj_is_string(v) && pj_string_length(v) > 0 && !has_nul(v) ? pj_string_value(v) : NULL;
 }
 
 /* Maps a controller failure onto the wire. */
@@ -65,6 +85,7 @@ static void ok_empty(pacp_reply *r) {
 
 /* The request's sessionId, or NULL after answering -32602. */
 static const char *need_sid(pj_t *params, pacp_reply *r) {
+    if (!nul_free(session_id_value(params), "sessionId", r)) return NULL;
     const char *sid = session_id(params);
     if (!sid) bad_params(r, "missing sessionId");
     return sid;
@@ -94,7 +115,7 @@ static void m_initialize(pacp_server *srv, pj_t *params, pacp_reply *r) {
     pj_t *mid = pj_object_get(pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"),
                               "peri.machineId");
     const char *held = pct_machine_id(srv->ctl);
-    if (mid && (!pj_is_string(mid) || strcmp(pj_string_value(mid), held) != 0)) {
+    if (mid && (!pj_is_string(mid) || has_nul(mid) || strcmp(pj_string_value(mid), held) != 0)) {
         char msg[300];
         snprintf(msg, sizeof msg,
                  "machine identity is fixed for this host (%.40s): refusing to change it to %.40s",
@@ -180,7 +201,8 @@ int pacp_store_api_key(const char *home, const char *provider, const char *key, 
 }
 
 static void m_authenticate(pacp_server *srv, pj_t *params, pacp_reply *r) {
-    const char *mid = pj_string_value(pj_object_get(params, "methodId"));
+    pj_t *midv = pj_object_get(params, "methodId");
+    const char *mid = has_nul(midv) ? NULL : pj_string_value(midv); /* no id has a NUL */
     const char *provider = NULL;
     for (size_t i = 0; mid && i < sizeof AUTH / sizeof AUTH[0]; i++) {
         if (!strcmp(mid, AUTH[i].id)) provider = AUTH[i].provider;
@@ -211,6 +233,7 @@ static void m_authenticate(pacp_server *srv, pj_t *params, pacp_reply *r) {
         bad_params(r, "_meta[\"peri.apiKey\"] must be a string");
         return;
     }
+    if (!nul_free(key, "_meta[\"peri.apiKey\"]", r)) return;
     pct_error e = {0};
     if (pct_authenticate(srv->ctl, provider, pj_string_value(key), &e) != PCT_OK) {
         ctl_error(r, &e, NULL);
@@ -283,6 +306,7 @@ static void m_new(pacp_server *srv, pj_t *params, pacp_reply *r) {
         bad_params(r, "cwd must be a string (an absolute path)");
         return;
     }
+    if (!nul_free(cwdv, "cwd", r)) return;
     if (!mcpv) {
         bad_params(r, "missing required field: mcpServers (an array, may be empty)");
         return;
@@ -380,6 +404,7 @@ static void m_set_mode(pacp_server *srv, pj_t *params, pacp_reply *r) {
     pj_t *mode = pj_object_get(params, "modeId");
     if (!sid) return;
     if (!pj_is_string(mode)) return bad_params(r, "modeId must be a string");
+    if (!nul_free(mode, "modeId", r)) return;
     pct_error e = {0};
     if (!failed(r, pct_set_mode(srv->ctl, sid, pj_string_value(mode), &e), &e, sid)) ok_empty(r);
 }
@@ -392,6 +417,7 @@ static void m_set_config(pacp_server *srv, pj_t *params, pacp_reply *r) {
     if (!pj_is_string(cid)) return bad_params(r, "configId must be a string");
     if (!pj_is_string(val))
         return bad_params(r, "value must be a string (a value id of the option)");
+    if (!nul_free(cid, "configId", r) || !nul_free(val, "value", r)) return;
     pct_error e = {0};
     if (failed(r, pct_set_config(srv->ctl, sid, pj_string_value(cid), pj_string_value(val), &e), &e,
                sid))
@@ -418,6 +444,7 @@ static void m_list(pacp_server *srv, pj_t *params, pacp_reply *r) {
         bad_params(r, "cwd and cursor must be strings");
         return;
     }
+    if (!nul_free(cwdv, "cwd", r) || !nul_free(curv, "cursor", r)) return;
     /* _meta."peri.allMachines": true/false overrides the store's default */
     pj_t *allv = pj_object_get(pj_object_get(params, "_meta"), "peri.allMachines");
     int all = pj_is_boolean(allv) ? pj_is_true(allv) : -1;
@@ -467,7 +494,9 @@ void pacp__cancel(pacp_server *srv, pj_t *params) {
     pj_t *aid = pj_object_get(meta, "peri.attemptId");
     /* a target that is not a string names nothing: cancelling "the running turn" instead
      * could hit a turn the client did not mean */
-    if ((tid && !pj_is_string(tid)) || (aid && !pj_is_string(aid)) || (aid && !tid)) return;
+    if ((tid && !pj_is_string(tid)) || (aid && !pj_is_string(aid)) || (aid && !tid) ||
+        has_nul(tid) || has_nul(aid))
+        return;
     pct_cancel_opts o = {.turn_id = pj_string_value(tid),
                          .attempt_id = pj_string_value(aid),
                          .clear_queue = pj_is_true(cq)};
@@ -505,6 +534,7 @@ static void x_rename(pacp_server *srv, pj_t *params, pacp_reply *r) {
     pj_t *t = pj_object_get(params, "title");
     if (!sid) return;
     if (!pj_is_string(t)) return bad_params(r, "title must be a string");
+    if (!nul_free(t, "title", r)) return;
     pct_error e = {0};
     if (!failed(r, pct_session_rename(srv->ctl, sid, pj_string_value(t), &e), &e, sid)) ok_empty(r);
 }

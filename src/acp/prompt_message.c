@@ -65,21 +65,47 @@ static bool audio_mime(const char *m) {
 }
 
 /* The workspace-relative path of a file:// URI inside cwd, decided on the text alone
- * (the request thread touches no file): an absolute path without "." or ".." segments,
- * percent escapes or controls, under cwd. NULL when it is not one. */
+ * (the request thread touches no file): cwd, a '/', then a plain relative path - one or
+ * more segments, none empty (so no "//", no leading or trailing '/'), none "." or "..",
+ * and no percent escapes (nothing is decoded), backslashes or controls anywhere. NULL
+ * when it is not one: "file://<cwd>//etc/passwd" names /etc/passwd, not a workspace
+ * file. (A URI with a NUL byte never gets here: the prompt is refused first.) */
 static const char *workspace_path(const char *uri, const char *cwd) {
     static const char scheme[] = "file://";
     if (!uri || !cwd[0] || strncmp(uri, scheme, sizeof scheme - 1) != 0) return NULL;
     const char *p = uri + sizeof scheme - 1;
     size_t n = strlen(cwd);
-    if (p[0] != '/' || strncmp(p, cwd, n) != 0 || p[n] != '/' || !p[n + 1]) return NULL;
-    for (const char *q = p; *q; q++) {
-        if ((unsigned char)*q < 0x20 || *q == '%' || *q == '\\') return NULL;
-        if (*q == '/' && q[1] == '.' &&
-            (q[2] == '/' || !q[2] || (q[2] == '.' && (q[3] == '/' || !q[3]))))
+    if (p[0] != '/' || strncmp(p, cwd, n) != 0 || p[n] != '/') return NULL;
+    for (const char *q = p; *q; q++)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f || *q == '%' || *q == '\\') return NULL;
+    const char *rel = p + n + 1;
+    for (const char *seg = rel;; seg++) {
+        size_t k = strcspn(seg, "/");
+        if (k == 0 || (k == 1 && seg[0] == '.') || (k == 2 && seg[0] == '.' && seg[1] == '.'))
             return NULL;
+        seg += k;
+        if (!*seg) return rel;
     }
-    return p + n + 1;
+}
+
+/* The first string field of block b that holds a NUL byte ("text", "resource.uri", ...),
+ * or NULL. Such a field cannot go on whole (the message and the store take C strings),
+ * and cutting it short would pass on something the client did not send. */
+static const char *nul_field(pj_t *b) {
+    static const char *const keys[] = {"type", "text", "uri", "name", "mimeType", "data"};
+    static const char *const rkeys[] = {"uri", "text", "blob", "mimeType"};
+    static const char *const rnames[] = {"resource.uri", "resource.text", "resource.blob",
+                                         "resource.mimeType"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        pj_t *v = pj_object_get(b, keys[i]);
+        if (pj_is_string(v) && strlen(pj_string_value(v)) != pj_string_length(v)) return keys[i];
+    }
+    pj_t *res = pj_object_get(b, "resource");
+    for (size_t i = 0; i < sizeof rkeys / sizeof rkeys[0]; i++) {
+        pj_t *v = pj_object_get(res, rkeys[i]);
+        if (pj_is_string(v) && strlen(pj_string_value(v)) != pj_string_length(v)) return rnames[i];
+    }
+    return NULL;
 }
 
 int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_prompt_err *r,
@@ -89,6 +115,17 @@ int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_pro
     pj_t *b;
     pm_message_init(m, PM_ROLE_USER);
     pj_array_foreach(blocks, i, b) {
+        const char *bad = nul_field(b);
+        if (bad) {
+            /* refused as a whole, naming the block: never passed on cut short */
+            char msg[300];
+            snprintf(msg, sizeof msg, "prompt[%zu].%s must not contain a NUL character (U+0000)", i,
+                     bad);
+            free(text.p);
+            pm_message_clear(m);
+            set_err(r, PB_RPC_INVALID_PARAMS, msg);
+            return -1;
+        }
         const char *type = pj_string_value(pj_object_get(b, "type"));
         const char *why = NULL;
         if (!type) {

@@ -35,8 +35,10 @@ typedef struct pacp_prompt_err {
 /* Builds the user message from ContentBlock[]: text, resource links and embedded text
  * resources become text; images (and image blobs) become image parts. A block that
  * cannot be passed on is refused on its own: notice says which and why, the rest of the
- * prompt goes through. 0, or -1 with *r set (nothing usable: -32602; out of memory:
- * -32603); m is left empty then. */
+ * prompt goes through. A string field with a NUL byte (which would cut the text short)
+ * refuses the whole prompt instead, naming it: "prompt[N].text must not contain ...".
+ * 0, or -1 with *r set (nothing usable, or a NUL byte: -32602; out of memory: -32603);
+ * m is left empty then. */
 int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_prompt_err *r,
                         const pacp_accepts *acc);
 

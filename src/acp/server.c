@@ -384,11 +384,15 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
         if (!tok && is_slow(m.method) && start_slow(srv, m.method, m.params, m.id)) break;
         rep.prompt_token = tok;
         if (tok) {
-            /* Registered before dispatch: the answer may come before dispatch returns. */
+            /* Registered before dispatch: the answer may come before dispatch returns. Only
+             * an id that fits whole is kept (one with a NUL byte or too long for an id names
+             * no session: dispatch refuses it), so the token never names a cut-off id. */
             pj_t *sidv = pj_object_get(m.params, "sessionId");
             if (!sidv) sidv = pj_object_get(m.params, "session_id");
-            snprintf(tok->sid, sizeof tok->sid, "%s",
-                     pj_is_string(sidv) ? pj_string_value(sidv) : "");
+            const char *sv = pj_string_value(sidv);
+            if (sv && strlen(sv) == pj_string_length(sidv) &&
+                pj_string_length(sidv) < sizeof tok->sid)
+                memcpy(tok->sid, sv, pj_string_length(sidv) + 1);
             pthread_mutex_lock(&srv->mu);
             tok->next = srv->prompts;
             srv->prompts = tok;

@@ -1023,11 +1023,111 @@ def s_history_format(E):
     db.close()
 
 
+NUL_MSG = "%s must not contain a NUL character (U+0000)"
+
+
+def s_input_nul(E):
+    """A NUL byte in a string the client sends is refused with -32602 naming the field,
+    never cut off there: a cut-off id would name another session (or mode, option,
+    auth method), cut-off prompt text would reach the model and the history as something
+    the client did not write."""
+    a = E.agent()
+    new = a.result("session/new", {"cwd": E.cwd, "mcpServers": []})
+    sid = new["sessionId"]
+    mode = new["modes"]["currentModeId"]
+    model = [o for o in new["configOptions"] if o["id"] == "model"][0]["currentValue"]
+    E.mock.script({"responses": [], "default": {"text": "ok"}})
+    n0 = len(E.mock.requests())
+
+    def refused(method, params, field, what):
+        r = a.call(method, params)
+        check(r.get("error") == {"code": -32602, "message": NUL_MSG % field},
+              "%s: %r" % (what, r))
+
+    hi = [{"type": "text", "text": "hi"}]
+    for bad in (sid + "\x00garbage", "\x00", "\x00" + sid):
+        for key in ("sessionId", "session_id"):
+            refused("session/prompt", {key: bad, "prompt": hi}, "sessionId",
+                    "prompt %s=%r" % (key, bad))
+        for method in ("session/load", "session/resume", "session/fork", "session/cancel",
+                       "session/close", "_peri/queue/list", "_peri/session/archive"):
+            refused(method, {"sessionId": bad, "mcpServers": []}, "sessionId",
+                    "%s %r" % (method, bad))
+    refused("session/set_mode", {"sessionId": sid, "modeId": mode + "\x00x"}, "modeId", "mode")
+    refused("session/set_config_option", {"sessionId": sid, "configId": "model\x00x",
+                                          "value": model}, "configId", "configId")
+    refused("session/set_config_option", {"sessionId": sid, "configId": "model",
+                                          "value": model + "\x00x"}, "value", "config value")
+    refused("_peri/session/rename", {"sessionId": sid, "title": "t\x00x"}, "title", "title")
+    refused("session/new", {"cwd": E.cwd + "\x00/x", "mcpServers": []}, "cwd", "new cwd")
+    refused("session/list", {"cwd": E.cwd + "\x00x"}, "cwd", "list cwd")
+    # an auth method id cut at the NUL would be a real one
+    r = a.call("authenticate", {"methodId": "openai-api-key\x00x"})
+    check(r.get("error", {}).get("code") == -32602 and
+          "methodId must be one of" in r["error"]["message"], "methodId %r" % r)
+    # prompt text: the whole prompt is refused, naming the block and its field
+    refused("session/prompt", {"sessionId": sid, "prompt": hi + [
+        {"type": "text", "text": "a\x00b"}]}, "prompt[1].text", "text block")
+    refused("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "resource", "resource": {"uri": "file:///x.txt", "text": "a\x00b"}}]},
+        "prompt[0].resource.text", "resource text")
+    refused("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "resource_link", "uri": "file://%s/a\x00/../../etc/passwd" % E.cwd}]},
+        "prompt[0].uri", "resource_link uri")
+    refused("session/prompt", {"sessionId": sid, "message": {"content": "a\x00b"}},
+            "prompt[0].text", "message.content")
+    check(len(E.mock.requests()) == n0, "a refused request reached the model")
+    # nothing of them was kept: the next turn's request holds just its own user message
+    r = a.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text",
+                                                                "text": "clean"}]})
+    check(r.get("result") == {"stopReason": "end_turn"}, "clean prompt %r" % r)
+    users = [m for m in E.mock.requests()[-1]["body"]["messages"] if m["role"] == "user"]
+    check(len(users) == 1 and "clean" in json.dumps(users[0]), "history %r" % users)
+    check(a.close_stdin() == 0, "exit")
+
+
+def s_workspace_uri(E):
+    """A file:// URI is a workspace file only when the part after the session's directory
+    is a plain relative path; "file://<cwd>//etc/passwd" names /etc/passwd and is treated
+    as any file outside the workspace."""
+    import base64 as b64
+    a = E.agent()
+    sid = E.new_session(a)
+    root = os.path.realpath(E.cwd)
+    E.put("notes.txt", "n")
+    os.makedirs(os.path.join(E.cwd, "sub"), exist_ok=True)
+    blob = b64.b64encode(b"PK\x03\x04 zip").decode()
+    E.mock.script([{"text": "refs"}])
+    t0 = time.monotonic()
+    links = ["/notes.txt", "//etc/passwd", "///etc/passwd", "/sub//x", "/sub/", "/", "//",
+             "/./notes.txt", "/sub/./x", "/sub/../notes.txt", "/%2Fetc/passwd"]
+    r = a.response(a.request("session/prompt", {"sessionId": sid, "prompt": [
+        {"type": "resource_link", "name": "l%d" % i, "uri": "file://" + root + l}
+        for i, l in enumerate(links)] + [
+        {"type": "resource", "resource": {"uri": "file://%s//etc/shadow" % root,
+                                          "mimeType": "application/zip", "blob": blob}},
+        {"type": "resource", "resource": {"uri": "file://%s/sub/data.zip" % root,
+                                          "mimeType": "application/zip", "blob": blob}}]}))
+    check(r.get("result") == {"stopReason": "end_turn"}, "turn %r" % r)
+    msg = json.dumps(E.mock.requests()[-1]["body"]["messages"][-1])
+    refs = msg.count("the workspace file ")
+    check(refs == 2 and "the workspace file notes.txt" in msg and
+          "the workspace file sub/data.zip" in msg, "workspace references (%d) %s" % (refs, msg))
+    check("the workspace file /" not in msg, "an outside file became a workspace file")
+    check("[Resource: l1](file://%s//etc/passwd)" % root in msg, "the link itself %s" % msg)
+    note = "".join(u["content"]["text"] for _, u in a.updates(sid, t0)
+                   if u["sessionUpdate"] == "agent_message_chunk")
+    check("file://%s//etc/shadow (application/zip)" % root in note and
+          "are not supported" in note, "the outside blob was not refused %r" % note)
+    check(a.close_stdin() == 0, "exit")
+
+
 SCENARIOS = {"attachments": s_attachments, "options": s_options, "discover": s_discover,
              "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing,
              "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth,
-             "history_format": s_history_format}
+             "history_format": s_history_format, "input_nul": s_input_nul,
+             "workspace_uri": s_workspace_uri}
 
 
 def main():
