@@ -85,10 +85,23 @@ static void bad_params(paw *p, pj_t *id, const char *msg) {
     paw__reply_error(p, id, PB_RPC_INVALID_PARAMS, msg, NULL);
 }
 
+/* The session id of params, or NULL when it is missing, empty or holds a NUL character
+ * (as a C string it would be cut short, to another session's id). */
 static const char *session_id(pj_t *params) {
     pj_t *v = pj_object_get(params, "sessionId");
     if (!v) v = pj_object_get(params, "session_id");
-    return pj_is_string(v) && pj_string_length(v) > 0 ? pj_string_value(v) : NULL;
+    if (!pj_is_string(v) || pj_string_length(v) == 0) return NULL;
+    const char *s = pj_string_value(v);
+    return strlen(s) == pj_string_length(v) ? s : NULL;
+}
+
+/* The refusal of a request whose session id session_id could not take. */
+static const char *missing_sid(pj_t *params) {
+    pj_t *v = pj_object_get(params, "sessionId");
+    if (!v) v = pj_object_get(params, "session_id");
+    return pj_is_string(v) && strlen(pj_string_value(v)) != pj_string_length(v)
+               ? "sessionId must not contain a NUL character (U+0000)"
+               : "missing sessionId";
 }
 
 static void not_found(paw *p, pj_t *id, const char *sid) {
@@ -438,7 +451,7 @@ static bool session_params_ok(paw *p, pj_t *params, pj_t *id) {
     char why[400];
     const char *refused = NULL;
     if (!session_id(params))
-        refused = "missing sessionId";
+        refused = missing_sid(params);
     else if (m && !pj_is_array(m))
         refused = "mcpServers must be an array";
     else if (m)
@@ -511,7 +524,7 @@ static void m_list(paw *p, pj_t *params, pj_t *id) {
 
 static void m_prompt(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
-    if (!sid) return bad_params(p, id, "missing sessionId");
+    if (!sid) return bad_params(p, id, missing_sid(params));
     pj_t *blocks = pj_object_get(params, "prompt");
     pj_t *content = pj_object_get(pj_object_get(params, "message"), "content");
     paw_sess *s = paw__sess_find(p, sid);
@@ -574,14 +587,14 @@ static void cancel(paw *p, pj_t *params) {
 }
 
 static void m_cancel(paw *p, pj_t *params, pj_t *id) {
-    if (!session_id(params)) return bad_params(p, id, "missing sessionId");
+    if (!session_id(params)) return bad_params(p, id, missing_sid(params));
     cancel(p, params);
     paw__reply(p, id, pj_object());
 }
 
 static void m_close(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
-    if (!sid) return bad_params(p, id, "missing sessionId");
+    if (!sid) return bad_params(p, id, missing_sid(params));
     paw_sess *s = paw__sess_find(p, sid);
     if (!s) return paw__reply(p, id, pj_object()); /* idempotent, as natively */
     if (s->gone) {
@@ -694,7 +707,7 @@ static bool set_mode(paw_sess *s, pj_t *id, const char *mode_id) {
 static void m_set_mode(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
     pj_t *mode = pj_object_get(params, "modeId");
-    if (!sid) return bad_params(p, id, "missing sessionId");
+    if (!sid) return bad_params(p, id, missing_sid(params));
     if (!pj_is_string(mode)) return bad_params(p, id, "modeId must be a string");
     paw_sess *s = writable(p, id, sid);
     if (s && set_mode(s, id, pj_string_value(mode))) save_then_answer(s, id, false);
@@ -704,7 +717,7 @@ static void m_set_config(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
     pj_t *cid = pj_object_get(params, "configId");
     pj_t *val = pj_object_get(params, "value");
-    if (!sid) return bad_params(p, id, "missing sessionId");
+    if (!sid) return bad_params(p, id, missing_sid(params));
     if (!pj_is_string(cid)) return bad_params(p, id, "configId must be a string");
     if (!pj_is_string(val))
         return bad_params(p, id, "value must be a string (a value id of the option)");
@@ -933,7 +946,7 @@ static void delete_thread(void *ud, pst_remote_result *res) {
 
 static void m_delete(paw *p, pj_t *params, pj_t *id) {
     const char *sid = session_id(params);
-    if (!sid) return bad_params(p, id, "missing sessionId");
+    if (!sid) return bad_params(p, id, missing_sid(params));
     paw_sess *live = paw__sess_find(p, sid);
     if (live && live->read_only) return paw__refuse_read_only(p, id, live);
     if (store_down(p, id)) return;

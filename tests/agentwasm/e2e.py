@@ -201,6 +201,11 @@ def s_bad_input(E):
     r = a.call("session/prompt", {"sessionId": "0190f5e4-0000-7000-8000-000000000999",
                                   "prompt": [{"type": "text", "text": "hi"}]})
     check(r["error"]["code"] == -32002, "%r" % r)
+    # a session id with a NUL character is refused, not cut short to another session's
+    sid = E.new_session(a)
+    r = a.call("session/prompt", {"sessionId": sid + "\u0000x",
+                                  "prompt": [{"type": "text", "text": "hi"}]})
+    check(r.get("error", {}).get("code") == -32602 and "NUL" in r["error"]["message"], "%r" % r)
     r = a.call("session/new", "not an object")  # the shared codec refuses the frame
     check(r["error"]["code"] == -32600, "%r" % r)
     r = a.call("session/new", [1])
