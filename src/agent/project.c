@@ -152,7 +152,8 @@ static int load_dir(const char *root, const char *dir, pag_user_command **out, s
             if (!strcmp((*out)[i].name, name)) ok = false;
         if (!ok) continue;
         char rel[256];
-        snprintf(rel, sizeof rel, "%s/%s", dir, e->d_name);
+        int w = snprintf(rel, sizeof rel, "%s/%s", dir, e->d_name);
+        if (w < 0 || (size_t)w >= sizeof rel) continue; /* a name that does not fit is skipped */
         char *txt = pag_read_beneath(root, rel, 64u << 10, NULL);
         if (!txt) continue;
         if (*n == *cap) {

@@ -155,10 +155,12 @@ static pst_status query_option(pst__rtarget *t, const char *o, size_t n, pst_err
         size_t cap = KEY("user")     ? sizeof t->user
                      : KEY("dbname") ? sizeof t->database
                                      : sizeof t->application_name;
-        if (strlen(val) >= cap)
+        size_t vn = strlen(val);
+        if (vn >= cap)
             return pst__fail(err, PST_ERR_ARG, 0, "%.*s is too long in the store locator", (int)kn,
                              o);
-        snprintf(dst, cap, "%s", val);
+        memcpy(dst, val, vn + 1); /* fits: checked above (snprintf here tripped gcc 12's
+                                     -Wformat-truncation in debug builds) */
         return PST_OK;
     }
     if (KEY("connect_timeout")) /* the host's port bounds the connect (its own timeout) */
