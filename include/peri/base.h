@@ -118,8 +118,24 @@ void pb_log(const pb_logger *lg, pb_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *pb_log_level_name(pb_log_level level); /* "debug", "info", "warning", "error" */
 /* A pb_log_fn that writes "peri: <level>: <msg>\n" to the FILE * in ud (a command's own
- * choice, e.g. stderr; the library never installs it by itself). */
+ * choice, e.g. stderr; the library never installs it by itself). A message may carry
+ * text an MCP server or a program chose; it is written as pb_buf_put_visible renders it,
+ * so one message is one line and no control sequence reaches a terminal. A sink of one's
+ * own that writes to a terminal or a line-based log should do the same. */
 void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
+
+/* Visible text: outside text (an MCP server's log message or HTTP error body, an OAuth
+ * error, a program's output) made safe to write to a terminal or a log. Valid UTF-8 and
+ * tab stay byte for byte; a newline becomes the two characters \n, a carriage return \r;
+ * every other C0 control, DEL, a C1 control (U+0080..U+009F) and each byte that is not
+ * part of valid UTF-8 becomes \xNN (lower-case hex). A backslash stays as it is: the
+ * result is for reading, not for decoding back.
+ * pb_buf_put_visible appends s[0..n) (NUL bytes included) so rendered to b; false when
+ * out of memory, b as it was. pb_visible returns the rendering of the string s as a new
+ * NUL-terminated string the caller frees with free(); NULL when s is NULL or out of
+ * memory. */
+bool pb_buf_put_visible(pb_buf *b, const char *s, size_t n);
+char *pb_visible(const char *s);
 
 /* ---- arrays (array.c) ----------------------------------------------------------------
  * Appends one zeroed element to the array *arrayp (a T **, passed as &s->v) of *n

@@ -213,10 +213,14 @@ static void warn_unsandboxed(void *ud, const char *msg) {
 
 static void print_login(void *ctx, const char *server, const char *url) {
     (void)ctx;
+    /* the URL is the authorization server's: control characters shown, not sent */
+    char *vs = pb_visible(server), *vu = pb_visible(url);
     printf("To log in to the MCP server \"%s\", open this URL in a browser on this machine:\n\n"
            "  %s\n\nWaiting for the browser (5 minutes at most)...\n",
-           server, url);
+           vs ? vs : "?", vu ? vu : "?");
     fflush(stdout);
+    free(vs);
+    free(vu);
 }
 
 /* The URL of NAME: NAME itself when it is a URL, else the user's settings entry. */
@@ -266,7 +270,10 @@ static int cmd_login(int argc, char **argv, bool logout) {
         pm_global_init();
         char err[512];
         if (pmcp_oauth_login(&o, argv[2], url, err, sizeof err) != 0) {
-            fprintf(stderr, "peri mcp login: %s\n", err);
+            /* err quotes what the servers answered (resource, issuer, error codes) */
+            char *v = pb_visible(err);
+            fprintf(stderr, "peri mcp login: %s\n", v ? v : "failed (out of memory)");
+            free(v);
             rc = 1;
         } else {
             printf("Logged in; the tokens are in %s.\n", dir);

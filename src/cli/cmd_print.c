@@ -80,9 +80,13 @@ static void show_placement(pj_t *u) {
     pj_t *c = pj_array_get(pj_object_get(u, "content"), 1);
     const char *text = pj_string_value(pj_object_get(pj_object_get(c, "content"), "text"));
     bool tty = isatty(2);
+    pb_buf vis = {0};
     for (int lines = 0; text && *text && lines < 12; lines++) {
         size_t n = strcspn(text, "\n");
-        fprintf(stderr, "       | %.*s\n", (int)n, text);
+        /* the program's output: its control characters are shown, not sent */
+        pb_buf_reset(&vis);
+        fprintf(stderr, "       | %s\n",
+                pb_buf_put_visible(&vis, text, n) ? vis.p : "(out of memory)");
         /* a contract message (Chinese, byte for byte) gets its English beside it on a
          * terminal */
         char line[1600], en[700];
@@ -95,6 +99,7 @@ static void show_placement(pj_t *u) {
         }
         text += n + (text[n] == '\n');
     }
+    pb_buf_free(&vis);
 }
 
 /* What has gone to stdout: the answer's text parts are joined as the model wrote them
@@ -138,7 +143,9 @@ static void show_update(out_state *o, pj_t *params) {
         o->gap = true;
     if (!strcmp(tag, "tool_call")) {
         finish_line(o);
-        fprintf(stderr, "[tool] %s\n", pj_string_value(pj_object_get(u, "title")));
+        char *vt = pb_visible(pj_string_value(pj_object_get(u, "title")));
+        fprintf(stderr, "[tool] %s\n", vt ? vt : "?");
+        free(vt);
     } else if (!strcmp(tag, "tool_call_update")) {
         const char *st = pj_string_value(pj_object_get(u, "status"));
         if (st && (!strcmp(st, "completed") || !strcmp(st, "failed"))) {
@@ -244,16 +251,18 @@ int peri_cmd_print(int argc, char **argv) {
              * declined and goes on without the answer. */
             bool question = pj_object_get(pj_object_get(tc, "_meta"), "peri.question");
             finish_line(&out);
+            char *vt = pb_visible(title); /* a title may quote a server's or model's text */
             if (question)
                 fprintf(stderr, "[question] %s: declined (peri print cannot answer questions)\n",
-                        title ? title : "the agent asks");
+                        vt ? vt : "the agent asks");
             else if (trust_q)
                 fprintf(stderr,
                         "[trust] %s: not trusted (review and trust it with `peri trust DIR`)\n",
-                        title ? title : "project configuration");
+                        vt ? vt : "project configuration");
             else
-                fprintf(stderr, "[permission] %s: %s\n", title ? title : "tool",
+                fprintf(stderr, "[permission] %s: %s\n", vt ? vt : "tool",
                         allow ? "allowed (--allow)" : "rejected (run with --allow to permit)");
+            free(vt);
             send_frame(wfd, pb_rpc_result(id, pj_pack("{s:{s:s, s:s}}", "outcome", "outcome",
                                                       "selected", "optionId",
                                                       question            ? "decline"
@@ -265,12 +274,17 @@ int peri_cmd_print(int argc, char **argv) {
             const char *srv = pj_string_value(pj_object_get(p, "server"));
             const char *url = pj_string_value(pj_object_get(p, "url"));
             finish_line(&out);
-            fprintf(stderr, "[login] MCP server \"%s\" needs a login: open %s\n", srv ? srv : "?",
-                    url ? url : "?");
+            /* the URL is the authorization server's choice: control characters shown */
+            char *vs = pb_visible(srv), *vu = pb_visible(url);
+            fprintf(stderr, "[login] MCP server \"%s\" needs a login: open %s\n", vs ? vs : "?",
+                    vu ? vu : "?");
+            free(vs);
+            free(vu);
         } else if (pj_is_integer(id) && err) {
             finish_line(&out);
-            const char *m = pj_string_value(pj_object_get(err, "message"));
+            char *m = pb_visible(pj_string_value(pj_object_get(err, "message")));
             fprintf(stderr, "peri print: %s\n", m ? m : "the agent answered an error");
+            free(m);
             pj_decref(f);
             break;
         } else if (pj_is_integer(id) && pj_integer_value(id) == 2) {

@@ -1,7 +1,8 @@
 /*
  * test_base.c — the base layer: pb_buf growth, printf and ownership; the pb_fifo byte
  * queue (order, bound, compaction); EINTR-safe
- * descriptor loops; deadlines and ISO time; the log hook; the CPU features the library
+ * descriptor loops; deadlines and ISO time; the log hook and the visible rendering of
+ * outside text it writes with; the CPU features the library
  * reads from the C library (base/cpu.h) against the compiler runtime's own probe.
  */
 #include "peri/base.h"
@@ -225,6 +226,82 @@ static void log_hook_delivers_and_drops(void **st) {
     assert_string_equal(pb_log_level_name(PB_LOG_WARN), "warning");
 }
 
+/* Outside text rendered for a terminal or a log (pb_visible, pb_buf_put_visible): no
+ * control sequence survives, a newline cannot start a forged line, valid UTF-8 stays. */
+static void visible_text_shows_controls_keeps_utf8(void **st) {
+    (void)st;
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[31mFAKE: all good",
+         "\\x1b]0;PWNED-TITLE\\x07\\x1b[2J\\x1b[31mFAKE: all good"},
+        {"one\nperi: forged\rtwo\tthree", "one\\nperi: forged\\rtwo\tthree"},
+        {"\x01\x08\x0b\x0c\x1f\x7f", "\\x01\\x08\\x0b\\x0c\\x1f\\x7f"},
+        {"csi \xc2\x9b"
+         "2J nel \xc2\x85 osc \xc2\x9d",
+         "csi \\xc2\\x9b"
+         "2J nel \\xc2\\x85 osc \\xc2\\x9d"},
+        {"\xff \xfe \x80 \xc0\xaf \xc1\xbf",
+         "\\xff \\xfe \\x80 \\xc0\\xaf \\xc1\\xbf"}, /* overlong */
+        {"\xe0\x80\xaf \xed\xa0\x80 \xf0\x80\x80\xaf",
+         "\\xe0\\x80\\xaf \\xed\\xa0\\x80 \\xf0\\x80\\x80\\xaf"},
+        {"\xf4\x90\x80\x80 \xf5\x80", "\\xf4\\x90\\x80\\x80 \\xf5\\x80"}, /* past U+10FFFF */
+        {"cut \xe4\xb8", "cut \\xe4\\xb8"},                               /* a sequence cut short */
+        {"\xe4\x1b[2J", "\\xe4\\x1b[2J"},             /* a control inside a sequence */
+        {"中文：隔离运行失败", "中文：隔离运行失败"}, /* valid UTF-8 byte for byte */
+        {"nbsp\xc2\xa0 é € 😀 \xf4\x8f\xbf\xbf", "nbsp\xc2\xa0 é € 😀 \xf4\x8f\xbf\xbf"},
+        {"plain ASCII, a \\ backslash and ~", "plain ASCII, a \\ backslash and ~"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *v = pb_visible(cases[i].in);
+        assert_non_null(v);
+        assert_string_equal(v, cases[i].want);
+        free(v);
+    }
+    assert_null(pb_visible(NULL));
+    /* the appender: after what the buffer holds, NUL bytes included, n == 0 still "" */
+    pb_buf b = {0};
+    assert_true(pb_buf_put_visible(&b, "", 0));
+    assert_non_null(b.p);
+    assert_string_equal(b.p, "");
+    assert_true(pb_buf_puts(&b, "x="));
+    assert_true(pb_buf_put_visible(&b, "a\0b\n", 4));
+    assert_string_equal(b.p, "x=a\\x00b\\n");
+    assert_int_equal(b.len, strlen("x=a\\x00b\\n"));
+    pb_buf_free(&b);
+}
+
+/* pb_log_to_file: one message, one line; what a server put in it is shown, not sent. */
+static void log_to_file_makes_controls_visible(void **st) {
+    (void)st;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    pb_logger lg = {pb_log_to_file, f};
+    pb_log(&lg, PB_LOG_INFO, "mcp[%s]: %s: %s", "evil", "error",
+           "\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[31mFAKE: all good\nperi: forged\r\xc2\x9b\xff");
+    pb_log_to_file(f, PB_LOG_WARN, "中文 and plain ASCII\tstay");
+    pb_log_to_file(f, PB_LOG_ERROR, "HTTP 500 from the MCP server: \x1b[8m\x7fhidden");
+    rewind(f);
+    char out[1024];
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    fclose(f);
+    out[n] = 0;
+    assert_string_equal(out,
+                        "peri: mcp[evil]: error: \\x1b]0;PWNED-TITLE\\x07\\x1b[2J\\x1b[31mFAKE: "
+                        "all good\\nperi: forged\\r\\xc2\\x9b\\xff\n"
+                        "peri: warning: 中文 and plain ASCII\tstay\n"
+                        "peri: error: HTTP 500 from the MCP server: \\x1b[8m\\x7fhidden\n");
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)out[i];
+        assert_true(c >= 0x20 || c == '\n' || c == '\t');
+        assert_true(c != 0x7F);
+        lines += c == '\n';
+    }
+    assert_int_equal(lines, 3);
+}
+
 static pb_rpc_kind kind_of(const char *text, const pb_rpc_rules *rules, pb_rpc_msg *m) {
     pb_rpc_decode(text, strlen(text), rules, m);
     return m->kind;
@@ -420,6 +497,8 @@ int main(void) {
         cmocka_unit_test(deadlines_are_normalised),
         cmocka_unit_test(iso_time_is_utc_with_milliseconds),
         cmocka_unit_test(log_hook_delivers_and_drops),
+        cmocka_unit_test(visible_text_shows_controls_keeps_utf8),
+        cmocka_unit_test(log_to_file_makes_controls_visible),
         cmocka_unit_test(rpc_rules_differ_only_where_declared),
         cmocka_unit_test(rpc_scalar_is_invalid_request),
         cmocka_unit_test(rpc_builders_and_encoding),

@@ -351,6 +351,22 @@ def s_print(peri, mock_py, fixtures, **_):
         rc, out, err = run([peri, "print"], env=E.env())
         check(rc == 2 and err.startswith("peri print: the prompt is missing\n"),
               "print without a prompt: %r" % err[:200])
+        # an MCP server's log messages reach stderr with their control characters shown,
+        # not sent: no window title, no cleared screen, no forged line; Chinese kept
+        E.settings({"maxRetries": 0, "mcpServers": {"evil": {
+            "command": sys.executable, "args": [os.path.join(HERE, "mcp_log_server.py")]}}})
+        E.mock.script([{"tool_calls": [{"id": "h1", "name": "mcp__evil__hello",
+                                        "arguments": {}}]}, {"text": "done"}])
+        rc, out, err = run([peri, "print", "say hello", "--cwd", E.cwd, "--db", E.db, "--allow"],
+                           env=E.env(), timeout=120)
+        shown = ("peri: mcp[evil]: error: \\x1b]0;PWNED-TITLE\\x07\\x1b[2J\\x1b[31mFAKE: all good"
+                 "\\nperi: forged line\\r\\xc2\\x9b2J 中文\n")
+        check(rc == 0 and out == "done\n" and shown in err
+              and "peri: mcp[evil]: \\x1b[8mwarning: " in err,
+              "print shows a server's log message visibly: %d %r %r" % (rc, out, err[-1500:]))
+        check(not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", err)
+              and not re.search("^peri: forged", err, re.M),
+              "control characters of a server's log reached the terminal: %r" % err[-1500:])
     finally:
         E.cleanup()
 

@@ -12,9 +12,12 @@ usage: oauth_acp.py PERI_BINARY MOCK_MODEL_PY SCENARIO
 """
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
+import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -28,6 +31,11 @@ def start_servers():
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     ports = json.loads(p.stdout.readline())
     return p, ports
+
+
+def no_controls(text):
+    """No C0 control but newline and tab, no DEL, no C1 control."""
+    return not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)
 
 
 def status_of(a, sid):
@@ -80,7 +88,8 @@ def s_login(E):
 
 def s_cli(E):
     """`peri mcp login NAME` prints the URL, waits for the browser, stores the token;
-    a session then starts the server without a login; `peri mcp logout` forgets it."""
+    a session then starts the server without a login; `peri mcp logout` forgets it. A
+    failed login quotes what a server answered with its control characters shown."""
     srv, ports = start_servers()
     try:
         url = "http://127.0.0.1:%d/mcp" % ports["mcp"]
@@ -105,6 +114,34 @@ def s_cli(E):
         rc = subprocess.run([E.peri, "mcp", "logout", "remote"], env=E.env(),
                             capture_output=True, timeout=30).returncode
         check(rc == 0 and not os.listdir(os.path.join(E.home, ".peri", "oauth")), "logout")
+        # what a server answered is quoted in the error with its control characters shown,
+        # not sent to the terminal: the resource its metadata names ...
+        r = subprocess.run([E.peri, "mcp", "login", "http://127.0.0.1:%d/escres" % ports["mcp"]],
+                           env=E.env(), capture_output=True, timeout=60)
+        err = r.stderr.decode("utf-8", "replace")
+        check(r.returncode == 1 and "names another resource (\\x1b]0;PWNED\\x07\\x1b[2J"
+              "\\x1b[32mLogged in.\\nperi: forged\\xc2\\x9b2J)" in err and no_controls(err),
+              "login error with a hostile resource: %d %r" % (r.returncode, err))
+        # ... and the error the authorization server sends to the callback
+        p = subprocess.Popen([E.peri, "mcp", "login", "remote"], env=E.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        login = None
+        for line in p.stdout:
+            if line.strip().startswith(b"http://127.0.0.1:%d/authorize?" % ports["as"]):
+                login = line.strip().decode()
+                break
+        check(login, "no login URL printed (second login)")
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(login or "http://x/?").query)
+        cb = "%s?state=%s&error=%s" % (q.get("redirect_uri", [""])[0], q.get("state", [""])[0],
+                                       urllib.parse.quote("\x1b]0;PWNED\x07\x1b[2Jdenied\r"))
+        try:
+            urllib.request.urlopen(cb, timeout=20)
+        except urllib.error.HTTPError as e:
+            check(e.code == 400, "callback with an error: HTTP %d" % e.code)
+        out, err = p.communicate(timeout=30)
+        err = err.decode("utf-8", "replace")
+        check(p.returncode == 1 and "answered \\x1b]0;PWNED\\x07\\x1b[2Jdenied\\r" in err
+              and no_controls(err), "callback error: %d %r" % (p.returncode, err))
     finally:
         srv.stdin.close()
         srv.wait(10)
