@@ -344,9 +344,11 @@ int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_
 /* notifications/tools/list_changed: re-lists the tools of every server that
  * sent it since its last listing and rebuilds the table when the list really changed.
  * Returns 1 when the table changed (re-read pmcp_pool_tool_count/at), 0 when not, -1 when
- * out of memory. Pointers from before stay valid until pmcp_pool_close (an old table
- * is kept, not freed), so a caller that copied them is never left dangling. Call it
- * between model requests, not concurrently with itself. */
+ * out of memory. The pool has one reader (the session): the pointers it last got from
+ * pmcp_pool_tool_at stay valid until it reads again and the table then changes once
+ * more (or until close); older replaced tables are freed, so however often a server
+ * changes its list, at most two tables are kept. Call it between model requests, not
+ * concurrently with itself. */
 int pmcp_pool_refresh(pmcp_pool *p, char **notices);
 
 /* MCP content array text -> ACP ToolCallContent[] text (exposed for tests). */

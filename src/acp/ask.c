@@ -10,7 +10,9 @@
  *     elicitation/create in form mode, sent only to a client that advertised
  *     clientCapabilities.elicitation.form; otherwise the question is not asked (NULL).
  * A pending question ends as "cancel" when the turn is cancelled, the session closes or
- * the client goes (EOF); an error answer or an unknown option is "decline".
+ * the client goes (EOF); an error answer or an unknown option is "decline". At most
+ * PACP_ASK_MAX questions of one session wait for the client at a time; one more is
+ * "decline" without being sent (a server cannot pile up requests on the client).
  *
  * Invariants: the answer is decoded on the reader thread into JSON text (no pj_t
  * crosses threads); each request accepts only the options it offered.
@@ -20,6 +22,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define PACP_ASK_MAX 4
+
+/* The questions of session sid waiting for the client (srv->mu held). */
+static int asks_of(const pacp_server *srv, const char *sid) {
+    int n = 0;
+    for (const pacp_outreq *r = srv->pending; r; r = r->next)
+        if (r->kind == PACP_REQ_ASK && r->ask_session && !strcmp(r->ask_session, sid)) n++;
+    return n;
+}
 
 void pacp__ask_caps(pacp_server *srv, pj_t *caps) {
     pj_t *el = pj_object_get(caps, "elicitation");
@@ -131,13 +143,19 @@ char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *questio
     }
     req->kind = PACP_REQ_ASK;
     req->ask_options = nopt;
+    req->ask_session = session_id;
     pthread_mutex_lock(&srv->mu);
-    bool linked = !atomic_load(cancel) && pacp__outreq_link(srv, req);
+    bool full = asks_of(srv, session_id) >= PACP_ASK_MAX;
+    bool linked = !full && !atomic_load(cancel) && pacp__outreq_link(srv, req);
     pthread_mutex_unlock(&srv->mu);
     if (!linked) {
         pj_decref(params);
         free(req);
-        return strdup("{\"action\":\"cancel\"}");
+        if (full)
+            pb_log(&srv->log, PB_LOG_WARN,
+                   "session %s: a question declined: %d are already waiting for the client",
+                   session_id, PACP_ASK_MAX);
+        return strdup(full ? "{\"action\":\"decline\"}" : "{\"action\":\"cancel\"}");
     }
     pj_t *f = pb_rpc_request(
         req->id, nopt > 0 ? "session/request_permission" : "elicitation/create", params);

@@ -33,8 +33,9 @@ typedef struct pacp_outreq {
     bool error; /* the client answered with an error */
     char *text; /* fs/read_text_file: the content (malloc'd), text_len bytes */
     size_t text_len;
-    bool trust;      /* a project-trust request: only "trust_project" grants anything */
-    int ask_options; /* its number of choices (0: an elicitation/create form) */
+    bool trust;              /* a project-trust request: only "trust_project" grants anything */
+    int ask_options;         /* its number of choices (0: an elicitation/create form) */
+    const char *ask_session; /* a question's session id (borrowed while it waits) */
 } pacp_outreq;
 
 typedef struct pacp_server {

@@ -3,10 +3,16 @@
  * initialize handshake with version negotiation, tools/list with pagination,
  * tools/call with progress and cancellation, list_changed tracking, and answers to
  * the server's own requests: ping; elicitation/create when the host gave an elicit
- * callback (then, and only then, initialize declares the elicitation capability): each
- * runs on a thread of its own, ends when the server cancels it or the client closes
- * (close waits for them), and answers the server once; everything else: method not
- * found (no roots or sampling capability is declared).
+ * callback (then, and only then, initialize declares the elicitation capability): one
+ * at a time (PMCP_MAX_ELICITS), and only while a tools/call to that server is waiting
+ * for its answer; any other (during initialize or a listing, a second one while one is
+ * open) is answered {"action":"decline"} at once without asking anyone. An accepted one
+ * runs on a thread of its own, ends when the server cancels it, when no tools/call is
+ * in flight any more or when the client closes (close waits for them), and answers the
+ * server once; everything else: method not found (no roots or sampling capability is
+ * declared). A listing keeps at most PMCP_MAX_TOOLS tools and PMCP_MAX_LIST_BYTES of
+ * their text: a longer one fails (the previous list stays), as in the event-driven
+ * client.
  *
  * Invariants: ids are integers we allocate; a response whose id is unknown, a string,
  * or a duplicate is dropped (logged) and never completes the wrong waiter; a waiter
@@ -31,6 +37,7 @@ typedef struct pending {
     pj_t *resp; /* owned once done: the response frame */
     pmcp_progress_fn progress;
     void *pctx;
+    bool may_elicit; /* a tools/call still waited for: the server may ask the user */
 } pending;
 
 typedef struct elicitation { /* one elicitation/create being answered (mu) */
@@ -62,6 +69,8 @@ struct pmcp_client {
     char *(*elicit)(void *ctx, const char *server, const char *params_json, atomic_int *cancel);
     void *elicit_ctx;
     elicitation *elicits; /* being answered (mu); close waits until none is left */
+    size_t nelicits;      /* how many (mu), at most PMCP_MAX_ELICITS */
+    bool elicit_refused;  /* a refusal was logged (mu): later ones are not */
 };
 
 /* ---------------------------------------------------------------- tools */
@@ -147,6 +156,7 @@ static void *elicit_main(void *arg) {
     for (elicitation **p = &c->elicits; *p; p = &(*p)->next)
         if (*p == e) {
             *p = e->next;
+            c->nelicits--;
             break;
         }
     pthread_cond_broadcast(&c->cv);
@@ -157,9 +167,33 @@ static void *elicit_main(void *arg) {
     return NULL;
 }
 
+/* True when one of our tools/call requests is still waited for (c->mu held). */
+static bool call_in_flight(const pmcp_client *c) {
+    for (const pending *p = c->pending; p; p = p->next)
+        if (p->may_elicit && !p->done) return true;
+    return false;
+}
+
 /* A server's elicitation/create: answered from a thread of its own (the reader must
- * stay free for the tool call it belongs to). */
+ * stay free for the tool call it belongs to), when a tools/call is in flight and no
+ * other question of this server is open; otherwise declined at once. */
 static void start_elicitation(pmcp_client *c, pb_rpc_msg *m) {
+    pthread_mutex_lock(&c->mu);
+    const char *why = c->closed                         ? NULL
+                      : c->nelicits >= PMCP_MAX_ELICITS ? "another one is still open"
+                      : !call_in_flight(c)              ? "no tool call is in flight"
+                                                        : "";
+    bool log_it = why && *why && !c->elicit_refused;
+    if (log_it) c->elicit_refused = true;
+    pthread_mutex_unlock(&c->mu);
+    if (why && *why) {
+        if (log_it)
+            pb_log(&c->log, PB_LOG_WARN,
+                   "mcp[%s]: declined an elicitation/create (%s); later refusals are not logged",
+                   c->name, why);
+        send_json(c, pb_rpc_result(m->id, pj_pack("{s:s}", "action", "decline")));
+        return;
+    }
     elicitation *e = calloc(1, sizeof *e);
     char *params = pj_dumps(m->params ? m->params : pj_object(), PJ_COMPACT);
     pthread_t th;
@@ -172,10 +206,18 @@ static void start_elicitation(pmcp_client *c, pb_rpc_msg *m) {
         atomic_init(&e->cancel, 0);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         pthread_mutex_lock(&c->mu);
-        e->next = c->elicits;
-        c->elicits = e;
-        ok = !c->closed && pthread_create(&th, &at, elicit_main, e) == 0;
-        if (!ok) c->elicits = e->next;
+        /* checked again: only the reader starts questions, but a call may have ended */
+        ok = !c->closed && c->nelicits < PMCP_MAX_ELICITS && call_in_flight(c);
+        if (ok) {
+            e->next = c->elicits;
+            c->elicits = e;
+            c->nelicits++;
+            ok = pthread_create(&th, &at, elicit_main, e) == 0;
+            if (!ok) {
+                c->elicits = e->next;
+                c->nelicits--;
+            }
+        }
         pthread_mutex_unlock(&c->mu);
         pthread_attr_destroy(&at);
         if (ok) return;
@@ -287,6 +329,7 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params, 
     p->id = ++c->next_id;
     p->progress = progress;
     p->pctx = pctx;
+    p->may_elicit = !strcmp(method, "tools/call");
     p->next = c->pending;
     c->pending = p;
     pthread_mutex_unlock(&c->mu);
@@ -331,6 +374,14 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params, 
     bool closed = c->closed;
     bool linger = st == PMCP_CANCELLED && linger_ms > 0 && !closed;
     if (!linger) unlink_pending(c, p);
+    if (p->may_elicit) {
+        /* the call is over for us: a question it left open ends with it, unless
+         * another call may still be the one it belongs to */
+        p->may_elicit = false;
+        if (!call_in_flight(c))
+            for (elicitation *e = c->elicits; e; e = e->next)
+                atomic_store(&e->cancel, 1);
+    }
     pthread_mutex_unlock(&c->mu);
     if ((st == PMCP_CANCELLED || st == PMCP_TIMEOUT) && !closed) {
         send_json(c, pb_rpc_notification(
@@ -385,9 +436,10 @@ static pmcp_status request(pmcp_client *c, const char *method, pj_t *params, ato
 
 static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen) {
     pmcp_tool *tools = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, bytes = 0;
     char *cursor = NULL;
     int rc = 0;
+    char limit[128] = "out of memory";
     atomic_store(&c->tools_changed, false); /* a list_changed arriving from now on is kept */
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -428,6 +480,23 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
                 rc = -1;
                 break;
             }
+            bytes += strlen(d.name) + (d.title ? strlen(d.title) : 0) + strlen(d.description) +
+                     strlen(d.schema_json);
+            if (n >= PMCP_MAX_TOOLS || bytes > PMCP_MAX_LIST_BYTES) {
+                /* refused whole, like the event-driven client: a cut list would
+                 * silently drop tools the server meant */
+                pmcp__tooldef_free(&d);
+                if (n >= PMCP_MAX_TOOLS)
+                    snprintf(limit, sizeof limit, "the server lists more than %d tools",
+                             PMCP_MAX_TOOLS);
+                else
+                    snprintf(limit, sizeof limit,
+                             "the server's tools take more than %u bytes (names, "
+                             "descriptions, schemas)",
+                             PMCP_MAX_LIST_BYTES);
+                rc = -1;
+                break;
+            }
             if (n == cap) {
                 size_t nc = cap ? cap * 2 : 16;
                 pmcp_tool *nt = realloc(tools, nc * sizeof *nt);
@@ -449,7 +518,7 @@ static int list_tools(pmcp_client *c, long timeout_ms, char *err, size_t errlen)
         if (rc == 0 && next && next[0]) cursor = strdup(next);
         pj_decref(res);
         if (rc != 0) {
-            snprintf(err, errlen, "out of memory");
+            snprintf(err, errlen, "%s", limit);
             break;
         }
         if (!cursor) break;

@@ -91,6 +91,14 @@ void pmcp__srv_free(pmcp__srv *s, long grace_ms);
 
 /* ---------------------------------------------------------------- client internals */
 
+/* Bounds of the native client against a hostile server: open elicitation/create
+ * requests per connection (more are declined at once), and the tools one listing keeps
+ * (count, as in the event-driven client, and the bytes of their names, titles,
+ * descriptions and schemas): a longer listing fails and the previous list stays. */
+#define PMCP_MAX_ELICITS    1
+#define PMCP_MAX_TOOLS      1024
+#define PMCP_MAX_LIST_BYTES (8u << 20)
+
 /* tools/call returning the raw result object (new reference in *result on PMCP_OK;
  * err says why otherwise). args_json that is not a JSON object is sent as {} with its
  * text in _meta["peri/rawArguments"] (understood by acp_meta servers). On a cancel it
@@ -100,6 +108,10 @@ void pmcp__srv_free(pmcp__srv *s, long grace_ms);
 pmcp_status pmcp__client_call_raw(pmcp_client *c, const char *tool, const char *args_json,
                                   atomic_int *cancel, long timeout_ms, pj_t **result, char *err,
                                   size_t errlen);
+
+/* The tool tables the pool holds now: the current one and the replaced ones still kept
+ * (tests). */
+size_t pmcp__pool_tables(pmcp_pool *p);
 
 /* One listed tool: free frees its strings (the entry itself is the caller's); copy
  * duplicates src into dst (0, or -1 when out of memory: dst holds what was copied, free

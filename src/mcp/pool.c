@@ -15,13 +15,18 @@
  *
  * Invariants: a server that fails never fails the pool (it is described in the
  * notices and its tools are absent); the tool table changes only in pmcp_pool_refresh
- * (notifications/tools/list_changed), under the pool's mutex, and a replaced table is
- * kept until close so borrowed pointers never dangle; close() closes every client,
+ * (notifications/tools/list_changed) and when servers are added, under the pool's
+ * mutex. Tables carry a generation; the pool remembers the newest one its reader took
+ * pointers from (pmcp_pool_tool_at), and a replaced table is freed at the next change
+ * unless it is that one, so the reader's pointers never dangle and at most two tables
+ * are alive, however often a server changes its list. A call copies what it needs
+ * from the table under the mutex and borrows nothing. close() closes every client,
  * which kills stdio process groups and joins the in-process server.
  */
 #include "mcp/mcp_int.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,12 +298,14 @@ typedef struct pool_server {
     pthread_t th;
 } pool_server;
 
-/* A tool table replaced by pmcp_pool_refresh: kept until close, so pointers a caller
- * copied from it (names, descriptions, schemas) never dangle. */
+/* A tool table replaced by pmcp_pool_refresh: kept while the reader may still hold
+ * pointers into it (names, descriptions, schemas): until the next change, when it is
+ * not the table the reader last read. */
 typedef struct old_table {
     struct old_table *next;
     pool_tool *tools;
     size_t ntools;
+    uint64_t gen;
 } old_table;
 
 struct pmcp_pool {
@@ -307,6 +314,8 @@ struct pmcp_pool {
     size_t nservers;
     pool_tool *tools;
     size_t ntools;
+    uint64_t gen;      /* the current table's generation */
+    uint64_t read_gen; /* the newest generation pmcp_pool_tool_at handed out */
     old_table *retired;
     /* The builtin Workspace server: configured at open (ws), started at its first call
      * (an idle session costs no thread and no fd), under mu. */
@@ -448,23 +457,52 @@ static bool builtin_has(const pmcp_pool *p, const char *name) {
     return p && p->ws && name && ptl_find(name) != NULL;
 }
 
-/* Makes (nt, nn) the current tool table; the old one is retired (kept until close, so
- * borrowed pointers never dangle). 0, or -1 (out of memory; nt freed, table unchanged). */
+/* Makes (nt, nn) the current tool table; the old one is retired. Retired tables other
+ * than the one the reader last took pointers from are freed: nothing borrows from them
+ * (the reader re-reads after every change; calls copy what they use). 0, or -1 (out of
+ * memory; nt freed, table unchanged). */
 static int install_table(pmcp_pool *p, pool_tool *nt, size_t nn) {
     old_table *o = calloc(1, sizeof *o);
     if (!o) {
         table_free(nt, nn);
         return -1;
     }
+    old_table *dead = NULL;
     pthread_mutex_lock(&p->mu);
     o->tools = p->tools;
     o->ntools = p->ntools;
+    o->gen = p->gen++;
     o->next = p->retired;
     p->retired = o;
     p->tools = nt;
     p->ntools = nn;
+    for (old_table **pp = &p->retired; *pp;) {
+        old_table *r = *pp;
+        if (r->gen == p->read_gen && r->ntools > 0) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        r->next = dead;
+        dead = r;
+    }
     pthread_mutex_unlock(&p->mu);
+    while (dead) {
+        old_table *r = dead;
+        dead = r->next;
+        table_free(r->tools, r->ntools);
+        free(r);
+    }
     return 0;
+}
+
+size_t pmcp__pool_tables(pmcp_pool *p) {
+    pthread_mutex_lock(&p->mu);
+    size_t n = 1;
+    for (old_table *r = p->retired; r; r = r->next)
+        n++;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 static bool has_name(const pmcp_server_config *c, size_t n, const char *name) {
@@ -662,25 +700,32 @@ size_t pmcp_pool_tool_count(const pmcp_pool *p) {
 
 const pmcp_pool_tool *pmcp_pool_tool_at(const pmcp_pool *p, size_t i) {
     if (!p) return NULL;
-    pthread_mutex_lock((pthread_mutex_t *)&p->mu);
+    pmcp_pool *w = (pmcp_pool *)p; /* the reader's mark: this table's pointers are held */
+    pthread_mutex_lock(&w->mu);
     const pmcp_pool_tool *t = i < p->ntools ? &p->tools[i].pub : NULL;
-    pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
+    if (t) w->read_gen = p->gen;
+    pthread_mutex_unlock(&w->mu);
     return t;
 }
 
-/* The current entry for ns (stays valid until close: tables are retired, not freed). */
-static const pool_tool *find(const pmcp_pool *p, const char *ns) {
-    if (!p || !ns) return NULL;
-    const pool_tool *t = NULL;
+/* Whether the current table has ns; with server and name (may be NULL): its server's
+ * index and the server's own name for the tool (a copy, the caller frees it). */
+static bool find(const pmcp_pool *p, const char *ns, size_t *server, char **name) {
+    if (!p || !ns) return false;
+    bool found = false;
     pthread_mutex_lock((pthread_mutex_t *)&p->mu);
-    for (size_t i = 0; i < p->ntools && !t; i++)
-        if (!strcmp(p->tools[i].ns_name, ns)) t = &p->tools[i];
+    for (size_t i = 0; i < p->ntools && !found; i++) {
+        if (strcmp(p->tools[i].ns_name, ns)) continue;
+        found = true;
+        if (server) *server = p->tools[i].server;
+        if (name) found = (*name = strdup(p->tools[i].tool.name)) != NULL;
+    }
     pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
-    return t;
+    return found;
 }
 
 bool pmcp_pool_has(const pmcp_pool *p, const char *name) {
-    return builtin_has(p, name) || find(p, name) != NULL;
+    return builtin_has(p, name) || find(p, name, NULL, NULL);
 }
 
 static bool same_table(const pool_tool *a, size_t na, const pool_tool *b, size_t nb) {
@@ -800,11 +845,13 @@ int pmcp_pool_run(pmcp_pool *p, const char *name, const char *args_json, atomic_
     memset(out, 0, sizeof *out);
     out->is_error = true;
     if (builtin_has(p, name)) return run_builtin(p, name, args_json, cancel, out);
-    const pool_tool *t = find(p, name);
-    if (!t) return -1;
+    size_t server;
+    char *tool = NULL;
+    if (!find(p, name, &server, &tool)) return -1;
     pmcp_call_result r;
-    pmcp_status st = pmcp_client_call(p->servers[t->server].client, t->tool.name, args_json, cancel,
-                                      progress, pctx, 0, &r);
+    pmcp_status st =
+        pmcp_client_call(p->servers[server].client, tool, args_json, cancel, progress, pctx, 0, &r);
+    free(tool);
     out->is_error = r.is_error || st != PMCP_OK;
     out->output = cap_text(r.text);
     r.text = NULL;

@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from acp_harness import (Fail, check, print_agent_stderr, procs_with, prompt,  # noqa: E402
+from acp_harness import (Agent, Fail, check, print_agent_stderr, procs_with, prompt,  # noqa: E402
                          scenario_main, wait_gone)
 
 
@@ -456,9 +456,86 @@ def s_slow_server(E):
     check(a.close_stdin() == 0, "exit after EOF")
 
 
+class HoldForms(Agent):
+    """A client that renders forms (clientCapabilities.elicitation.form) but leaves every
+    elicitation/create unanswered."""
+
+    def on_request(self, f):
+        if f.get("method") != "elicitation/create":
+            Agent.on_request(self, f)
+
+
+class ThreadPeak:
+    """The largest number of threads of process pid seen while it runs (/proc)."""
+
+    def __init__(self, pid):
+        import threading
+        self.pid, self.peak, self.stopped = pid, 0, False
+        self.th = threading.Thread(target=self._run, daemon=True)
+        self.th.start()
+
+    def _run(self):
+        while not self.stopped:
+            try:
+                self.peak = max(self.peak, len(os.listdir("/proc/%d/task" % self.pid)))
+            except OSError:
+                return
+            time.sleep(0.005)
+
+    def stop(self):
+        self.stopped = True
+        self.th.join()
+        return self.peak
+
+
+def s_elicit_flood(E):
+    """A hostile HTTP server floods elicitation/create (elicit_flood_server.py): 200
+    while answering tools/list reach nobody and are declined at once; of 200 sent while
+    answering a tools/call one reaches the client and the others are declined; the
+    agent's threads stay few throughout."""
+    if not os.path.isdir("/proc/self/task"):
+        print("SKIP elicit_flood: no /proc")
+        sys.exit(77)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from elicit_flood_server import FloodServer  # noqa: E402
+    n = 200
+    srv = FloodServer(n)
+    try:
+        a = E.agent(agent_class=HoldForms, caps={"elicitation": {"form": {}}})
+        base = len(os.listdir("/proc/%d/task" % a.proc.pid))
+        peak = ThreadPeak(a.proc.pid)
+        r = a.result("session/new", {"cwd": E.cwd, "mcpServers": [
+            {"type": "http", "name": "flood", "url": srv.url, "headers": []}]})
+        sid = r["sessionId"]
+        check(not mcp_errors(a, r, sid), "server failed: %r" % r)
+        listed = srv.answered("L")
+        check(len(listed) == n and all(v == {"action": "decline"} for v in listed.values()),
+              "elicitations during tools/list: %d answered, %r" % (
+                  len(listed), sorted(set(json.dumps(v) for v in listed.values()))))
+        asked = [f for _, f in a.log if f.get("method") == "elicitation/create"]
+        check(not asked, "%d elicitations during tools/list reached the client" % len(asked))
+        a.permission_answer = "allow_once"
+        E.mock.script([{"tool_calls": [{"id": "f1", "name": "mcp__flood__ask",
+                                        "arguments": {}}]},
+                       {"text": "done"}])
+        resp = a.response(prompt(a, sid, "go"), timeout=60)
+        check(resp.get("result") == {"stopReason": "end_turn"}, "turn %r" % resp)
+        asked = [f for _, f in a.log if f.get("method") == "elicitation/create"]
+        check(len(asked) == 1,
+              "%d elicitations of one tool call reached the client" % len(asked))
+        res = [m for m in E.mock.requests()[-1]["body"]["messages"] if m["role"] == "tool"]
+        check("declined=%d open=1" % (n - 1) in json.dumps(res), "the call's result %r" % res)
+        top = peak.stop()
+        check(top <= base + 40, "threads: %d at start, %d at the peak" % (base, top))
+        check(a.close_stdin() == 0, "exit after EOF")
+    finally:
+        srv.stop()
+
+
 SCENARIOS = {"load": s_load, "clientfs": s_clientfs, "session": s_session, "settings": s_settings, "kill9": s_kill9, "cancel": s_cancel,
              "listchanged": s_listchanged, "progress": s_progress,
-             "sse_origin": s_sse_origin, "slow_server": s_slow_server}
+             "sse_origin": s_sse_origin, "slow_server": s_slow_server,
+             "elicit_flood": s_elicit_flood}
 
 
 def main():

@@ -6,7 +6,8 @@
  * configuration parsing and the MCP -> ACP content mapping; issue 12: the pool's builtin
  * tools through the in-process pair give exactly the registry's results (text, content,
  * locations, rawOutput, _meta; the editor hook used), plain clients get no _meta, and
- * tools/list_changed refreshes the pool's table.
+ * tools/list_changed refreshes the pool's table, keeping at most two tables however
+ * often the list changes, and a listing's bounds (tools, bytes) are enforced.
  *
  * usage: test_mcp PERI_BINARY
  */
@@ -804,6 +805,113 @@ static void test_pool_refresh(void **state) {
     pmcp_pool_close(p);
 }
 
+/* A server whose list changes with every call: the call bumps a counter that the tool's
+ * description carries (padded to ~100 KB) and sends list_changed before answering. */
+static const char *k_churn = "import sys,json\n"
+                             "N=[0]\n"
+                             "def out(o): print(json.dumps(o),flush=True)\n"
+                             "for line in sys.stdin:\n"
+                             "    m=json.loads(line)\n"
+                             "    if 'id' not in m: continue\n"
+                             "    r={'protocolVersion':'2025-06-18','capabilities':{'tools':"
+                             "{'listChanged':True}},'serverInfo':{'name':'c','version':'1'}}\n"
+                             "    if m['method']=='tools/list': r={'tools':[{'name':'t',"
+                             "'description':'v%d '%N[0]+'x'*100000,"
+                             "'inputSchema':{'type':'object'}}]}\n"
+                             "    if m['method']=='tools/call':\n"
+                             "        N[0]+=1\n"
+                             "        out({'jsonrpc':'2.0','method':"
+                             "'notifications/tools/list_changed'})\n"
+                             "        r={'content':[{'type':'text','text':'ok'}]}\n"
+                             "    out({'jsonrpc':'2.0','id':m['id'],'result':r})\n";
+
+static void write_script(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A list that changes on every call: the pool keeps the current table and the one its
+ * reader last read, never more, and what the reader holds stays readable. */
+static void test_pool_retired(void **state) {
+    (void)state;
+    char script[300];
+    snprintf(script, sizeof script, "%s/churn.py", g_root);
+    write_script(script, k_churn);
+    char acp[600];
+    snprintf(acp, sizeof acp, "[{\"name\":\"c\",\"command\":\"python3\",\"args\":[\"%s\"]}]",
+             script);
+    char *notices = NULL;
+    pmcp_pool_opts po = {.cwd = g_root, .acp_servers_json = acp};
+    pmcp_pool *p = pmcp_pool_open(&po, &notices);
+    assert_non_null(p);
+    assert_null(notices);
+    /* the reader's pointer and the version it shows */
+    const char *held = pmcp_pool_tool_at(p, 0)->description;
+    int held_v = 0;
+    for (int i = 1; i <= 20; i++) {
+        pmcp_pool_result r;
+        assert_int_equal(pmcp_pool_run(p, "mcp__c__t", "{}", NULL, NULL, NULL, &r), 0);
+        pmcp_pool_result_clear(&r);
+        assert_int_equal(pmcp_pool_refresh(p, &notices), 1);
+        assert_null(notices);
+        assert_true(pmcp__pool_tables(p) <= 2);
+        char want[16];
+        snprintf(want, sizeof want, "v%d ", held_v); /* still the table read last */
+        assert_memory_equal(held, want, strlen(want));
+        if (i % 3) { /* the reader re-reads, mostly */
+            held = pmcp_pool_tool_at(p, 0)->description;
+            held_v = i;
+        }
+    }
+    pmcp_pool_close(p);
+}
+
+/* The tool list's bounds: 1024 tools pass, 1025 fail the listing, and so do more than
+ * PMCP_MAX_LIST_BYTES of tool text (two 5 MB pages). */
+static const char *k_many = "import sys,json\n"
+                            "K=int(sys.argv[1]); B=int(sys.argv[2])\n"
+                            "for line in sys.stdin:\n"
+                            "    m=json.loads(line)\n"
+                            "    if 'id' not in m: continue\n"
+                            "    r={'protocolVersion':'2025-06-18','capabilities':{'tools':{}},"
+                            "'serverInfo':{'name':'m','version':'1'}}\n"
+                            "    if m['method']=='tools/list':\n"
+                            "        page=int((m.get('params') or {}).get('cursor','0'))\n"
+                            "        r={'tools':[{'name':'t%d_%d'%(page,i),'description':'d'*B}"
+                            " for i in range(K)]}\n"
+                            "        if page==0: r['nextCursor']='1'\n"
+                            "    print(json.dumps({'jsonrpc':'2.0','id':m['id'],'result':r}),"
+                            "flush=True)\n";
+
+static pmcp_client *connect_many(const char *script, const char *k, const char *bytes, char *err,
+                                 size_t errlen) {
+    char *args[] = {(char *)script, (char *)k, (char *)bytes};
+    pmcp_server_config cfg = {
+        .name = "m", .kind = PMCP_STDIO, .command = "python3", .args = args, .nargs = 3};
+    return pmcp_client_connect(&cfg, NULL, err, errlen);
+}
+
+static void test_list_bounds(void **state) {
+    (void)state;
+    char script[300], err[512];
+    snprintf(script, sizeof script, "%s/many.py", g_root);
+    write_script(script, k_many);
+    pmcp_client *c = connect_many(script, "512", "10", err, sizeof err); /* 2 pages: 1024 */
+    assert_non_null(c);
+    pmcp_tool *t;
+    size_t n;
+    assert_int_equal(pmcp_client_tools(c, &t, &n), 0);
+    assert_int_equal(n, PMCP_MAX_TOOLS);
+    pmcp_tools_free(t, n);
+    pmcp_client_close(c);
+    assert_null(connect_many(script, "513", "10", err, sizeof err));
+    assert_non_null(strstr(err, "more than 1024 tools"));
+    assert_null(connect_many(script, "1", "5000000", err, sizeof err));
+    assert_non_null(strstr(err, "bytes"));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_mcp PERI_BINARY\n");
@@ -831,6 +939,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_builtin_cancel),
         cmocka_unit_test(test_inproc_plain),
         cmocka_unit_test(test_pool_refresh),
+        cmocka_unit_test(test_pool_retired),
+        cmocka_unit_test(test_list_bounds),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];
