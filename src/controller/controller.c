@@ -238,15 +238,26 @@ int pct__run_tool(pct_sess *s, const char *name, const char *args, atomic_int *c
 }
 
 /* the tools' client file system, bound to this session. */
+/* A background task of the session (a shell, or a subagent's calls) may be changing the
+ * workspace between the tools' checks and the editor's open of a path by name: while one
+ * lives the client's file system is "not offered" and the tools use the disk through
+ * their descriptors (src/tools/fs.c, docs/tools-confinement.md). */
+static bool tasks_live(pct_sess *s) {
+    pthread_mutex_lock(&s->mu);
+    bool live = s->live_tasks > 0;
+    pthread_mutex_unlock(&s->mu);
+    return live;
+}
+
 static int client_read(void *ctx, const char *abs, char **data, size_t *len) {
     pct_sess *s = ctx;
-    if (!s->c->sink.fs_read) return 1;
+    if (!s->c->sink.fs_read || tasks_live(s)) return 1;
     return s->c->sink.fs_read(s->c->sink.ctx, s->id, abs, data, len);
 }
 
 static int client_write(void *ctx, const char *abs, const char *data, size_t len) {
     pct_sess *s = ctx;
-    if (!s->c->sink.fs_write) return 1;
+    if (!s->c->sink.fs_write || tasks_live(s)) return 1;
     return s->c->sink.fs_write(s->c->sink.ctx, s->id, abs, data, len);
 }
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -230,16 +231,123 @@ static ptl_status target_error(ptl_result *r, const char *path, int neg) {
     return status_error(r, path, s);
 }
 
-/* after confinement, the editor's view of the file through the ACP client when
- * it offers one (ctx->client_fs); otherwise *data stays as read from disk. */
-static ptl_fstatus client_read(const ptl_ctx *ctx, const char *abs, char **data, size_t *len) {
+/* ---------------------------------------------------------------- the editor's view
+ *
+ * The ACP client reads and writes a file by its path name: it resolves that name again
+ * and follows symlinks. That is safe only while nothing can change the directories on the
+ * way. Sandboxed code writes the workspace on the host, and every sandboxed run (a shell
+ * call, a background task, a run of another session or process) holds a shared flock(2)
+ * of its workspace directory while it runs (src/place/masks.c). So the client is asked
+ * only when, just before the request (and, for a read, again after it): every directory
+ * from "/" down to the file's opens without following a symlink and none is locked by
+ * anyone (an exclusive lock tried without waiting, released at once), and the path still
+ * names the directory (and file) the tool resolved. Otherwise the tool uses the disk
+ * through its descriptors, as without a client. The client gets the real path of what
+ * was resolved, never the model's string. The session adds its own background tasks:
+ * its ptl_client_fs answers "not offered" while one lives (controller.c). */
+typedef struct client_at {
+    bool ok;             /* false: the disk is used */
+    char path[PATH_MAX]; /* the real path handed to the client */
+    size_t dirlen;       /* path[0, dirlen) is its directory ("" for "/") */
+    struct stat dir, file;
+    bool has_dir, has_file;
+} client_at;
+
+/* w = dir/name, dir a real path ("/..."). */
+static void at_set(client_at *w, const char *dir, const char *name) {
+    size_t d = strcmp(dir, "/") ? strlen(dir) : 0;
+    w->ok = *name && !strchr(name, '/') && d + 1 + strlen(name) < sizeof w->path;
+    if (!w->ok) return;
+    memcpy(w->path, dir, d);
+    w->path[d] = '/';
+    strcpy(w->path + d + 1, name);
+    w->dirlen = d;
+}
+
+/* The open file fd (stat st): read. */
+static void at_file(client_at *w, const ptl_ctx *ctx, int fd, const struct stat *st) {
+    char real[PATH_MAX];
+    *w = (client_at){.file = *st, .has_file = true};
+    if (!ctx->client_fs || !fd_real(fd, real)) return;
+    char *slash = strrchr(real, '/');
+    *slash = '\0';
+    at_set(w, *real ? real : "/", slash + 1);
+}
+
+/* name in the directory dirfd (st: the file there, or NULL): write and edit. A file with
+ * other hard links is never the client's: it would write through them, where the disk
+ * route's rename breaks the link. */
+static void at_name(client_at *w, const ptl_ctx *ctx, int dirfd, const char *name,
+                    const struct stat *st) {
+    char real[PATH_MAX];
+    *w = (client_at){.has_file = st != NULL};
+    if (st) w->file = *st;
+    if (!ctx->client_fs || (st && st->st_nlink > 1) || !fd_real(dirfd, real) ||
+        fstat(dirfd, &w->dir) != 0)
+        return;
+    w->has_dir = true;
+    at_set(w, real, name);
+}
+
+/* The next directory of the walk, never through a symlink. *probe: it could be locked
+ * (a directory this user cannot read cannot be locked by this user's runs either). */
+static int walk_dir(int fd, const char *name, bool *probe) {
+    int f = O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int d = openat(fd, name, O_RDONLY | f);
+    *probe = d >= 0;
+    if (d < 0 && errno == EACCES) d = openat(fd, name, O_PATH | f);
+    return d;
+}
+
+/* No run holds the directory fd. */
+static bool unlocked(int fd) {
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) return false;
+    flock(fd, LOCK_UN);
+    return true;
+}
+
+/* True when the client may open w->path by name now (see above). */
+static bool quiet(const client_at *w) {
+    if (!w->ok) return false;
+    char dir[PATH_MAX];
+    memcpy(dir, w->path, w->dirlen);
+    dir[w->dirlen] = '\0';
+    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bool ok = fd >= 0 && unlocked(fd);
+    for (char *s = w->dirlen ? dir + 1 : NULL; ok && s;) {
+        char *slash = strchr(s, '/');
+        if (slash) *slash = '\0';
+        bool probe = false;
+        int next = !*s || !strcmp(s, ".") || !strcmp(s, "..") ? -1 : walk_dir(fd, s, &probe);
+        close(fd);
+        fd = next;
+        ok = fd >= 0 && (!probe || unlocked(fd));
+        s = slash ? slash + 1 : NULL;
+    }
+    struct stat st;
+    if (ok && w->has_dir)
+        ok = fstat(fd, &st) == 0 && st.st_dev == w->dir.st_dev && st.st_ino == w->dir.st_ino;
+    if (ok && w->has_file)
+        ok = fstatat(fd, w->path + w->dirlen + 1, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+             st.st_dev == w->file.st_dev && st.st_ino == w->file.st_ino;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+/* The editor's view of the file w when the client offers one and may be asked (quiet);
+ * otherwise *data stays as read from disk. */
+static ptl_fstatus client_read(const ptl_ctx *ctx, const client_at *w, char **data, size_t *len) {
     const ptl_client_fs *c = ctx->client_fs;
-    if (!c || !c->read) return PTL_F_OK;
+    if (!c || !c->read || !quiet(w)) return PTL_F_OK;
     char *d = NULL;
     size_t n = 0;
-    int rc = c->read(c->ctx, abs, &d, &n);
+    int rc = c->read(c->ctx, w->path, &d, &n);
     if (rc == 1) return PTL_F_OK; /* not offered: the disk's content stands */
     if (rc != 0) return errno == ENOENT ? PTL_F_MISSING : PTL_F_IO;
+    if (!quiet(w)) { /* a run began meanwhile: the disk's content stands */
+        free(d);
+        return PTL_F_OK;
+    }
     if (n > MAX_FILE) {
         free(d);
         return PTL_F_TOO_LARGE;
@@ -250,12 +358,12 @@ static ptl_fstatus client_read(const ptl_ctx *ctx, const char *abs, char **data,
     return PTL_F_OK;
 }
 
-/* a write through the ACP client. -1: not offered (write the disk), 0: written,
- * else an errno value. */
-static int client_write(const ptl_ctx *ctx, const char *abs, const char *data, size_t len) {
+/* a write of w through the ACP client. -1: not offered or not to be asked now (write the
+ * disk), 0: written, else an errno value. */
+static int client_write(const ptl_ctx *ctx, const client_at *w, const char *data, size_t len) {
     const ptl_client_fs *c = ctx->client_fs;
-    if (!c || !c->write) return -1;
-    int rc = c->write(c->ctx, abs, data, len);
+    if (!c || !c->write || !quiet(w)) return -1;
+    int rc = c->write(c->ctx, w->path, data, len);
     if (rc == 1) return -1;
     return rc == 0 ? 0 : errno ? errno : EIO;
 }
@@ -286,9 +394,11 @@ ptl_status ptl__read(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     if (fs == PTL_F_OK) {
         fs = ptl__read_fd(fd, MAX_FILE, false, &data, &len);
         abs = ptl__fd_path(fd, ctx->cwd, rel);
+        client_at w;
+        at_file(&w, ctx, fd, &sb);
         close(fd);
         if (fs == PTL_F_OK && !abs) fs = PTL_F_NOMEM;
-        if (fs == PTL_F_OK) fs = client_read(ctx, abs, &data, &len);
+        if (fs == PTL_F_OK) fs = client_read(ctx, &w, &data, &len);
     }
     close(rootfd);
     free(rel);
@@ -473,12 +583,14 @@ ptl_status ptl__write(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
         st = PTL_ERR_NOMEM;
         goto done;
     }
-    if (exists && old && client_read(ctx, t.abs, &old, &old_len) != PTL_F_OK) {
+    client_at w;
+    at_name(&w, ctx, t.dirfd, t.name, exists ? &sb : NULL);
+    if (exists && old && client_read(ctx, &w, &old, &old_len) != PTL_F_OK) {
         free(old);
         old = NULL;
         old_len = 0;
     }
-    int werr = client_write(ctx, t.abs, content, clen);
+    int werr = client_write(ctx, &w, content, clen);
     if (werr < 0)
         werr = ptl__replace_at(t.dirfd, t.name, content, clen, exists ? &sb : NULL, ctx->cancel);
     if (werr) {
@@ -541,9 +653,10 @@ ptl_status ptl__edit(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     struct stat sb;
     ptl_fstatus fs = open_existing(t.dirfd, t.name, &t.fd, &sb);
     if (fs == PTL_F_OK) fs = ptl__read_fd(t.fd, MAX_FILE, false, &data, &len);
-    if (fs == PTL_F_OK && ctx->client_fs) { /* the editor's buffer */
-        t.abs = join_path(t.dirfd, ctx, t.name);
-        fs = t.abs ? client_read(ctx, t.abs, &data, &len) : PTL_F_NOMEM;
+    client_at at = {.ok = false};
+    if (fs == PTL_F_OK) {
+        at_name(&at, ctx, t.dirfd, t.name, &sb);
+        fs = client_read(ctx, &at, &data, &len); /* the editor's buffer */
     }
     if (fs != PTL_F_OK) {
         st = status_error(r, path, fs);
@@ -594,7 +707,7 @@ ptl_status ptl__edit(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     result[out_len] = '\0';
     close(t.fd);
     t.fd = -1;
-    int werr = client_write(ctx, t.abs, result, out_len);
+    int werr = client_write(ctx, &at, result, out_len);
     if (werr < 0) werr = ptl__replace_at(t.dirfd, t.name, result, out_len, &sb, ctx->cancel);
     if (werr) {
         if (werr == ECANCELED) {
