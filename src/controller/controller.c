@@ -274,22 +274,37 @@ static char *port_tool_title(void *ctx, const char *name, const char *args) {
     return pct__tool_title(name, args);
 }
 
+/* Titles of the host's and the middlewares' tools; the model's text in them made
+ * visible (ptl_visible), as in the builtin tools' titles. */
 char *pct__tool_title(const char *name, const char *args) {
     const ptl_tool *t = ptl_find(name);
     if (t) return ptl_title(t, args);
+    if (!name) return NULL;
     pj_t *a = pj_loads(args ? args : "{}", 0, NULL);
     const char *d = pj_string_value(pj_object_get(a, "description"));
     const char *n = pj_string_value(pj_object_get(a, "name"));
-    char buf[200];
-    buf[0] = '\0';
-    if (name && !strcmp(name, "task"))
-        snprintf(buf, sizeof buf, "Subagent: %.150s", d ? d : "task");
-    else if (name && !strcmp(name, "skill"))
-        snprintf(buf, sizeof buf, "Load skill %.150s", n ? n : "");
-    else if (name && !strcmp(name, "todo"))
-        snprintf(buf, sizeof buf, "Update plan");
+    const char *sched = pj_string_value(pj_object_get(a, "schedule"));
+    const char *prompt = pj_string_value(pj_object_get(a, "prompt"));
+    char *out = NULL, *v1 = NULL, *v2 = NULL;
+    if (!strcmp(name, "task")) {
+        v1 = ptl_visible(d ? d : "task", 150, false);
+        if (v1 && asprintf(&out, "Subagent: %s", v1) < 0) out = NULL;
+    } else if (!strcmp(name, "skill")) {
+        v1 = ptl_visible(n ? n : "", 150, false);
+        if (v1 && asprintf(&out, "Load skill %s", v1) < 0) out = NULL;
+    } else if (!strcmp(name, "todo")) {
+        out = strdup("Update plan");
+    } else if (!strcmp(name, "cron_create")) {
+        /* the permission prompt says when and what will run, unattended */
+        v1 = ptl_visible(sched ? sched : "", 200, false);
+        v2 = ptl_visible(prompt ? prompt : "", 4000, false);
+        if (v1 && v2 && asprintf(&out, "Schedule `%s`: run the prompt \"%s\"", v1, v2) < 0)
+            out = NULL;
+    }
+    free(v1);
+    free(v2);
     pj_decref(a);
-    return buf[0] ? strdup(buf) : NULL;
+    return out;
 }
 
 static bool in_list(char **list, size_t n, const char *name) {
@@ -316,7 +331,7 @@ static void remember(pct_sess *s, const char *tool, bool allow) {
     pct__save_meta(s);
 }
 
-static bool port_needs_permission(void *ctx, const char *name, const char *args) {
+bool pct__tool_needs_permission(void *ctx, const char *name, const char *args) {
     (void)ctx;
     const ptl_tool *t = ptl_find(name);
     return t && ptl_tool_needs_permission(t, args);
@@ -695,7 +710,7 @@ static const pag_tool_info *port_tools_now(void *ctx, size_t *ntools) {
 static const pag_tool_ops session_tools = {.now = port_tools_now,
                                            .run = port_run_tool,
                                            .title = port_tool_title,
-                                           .needs_permission = port_needs_permission};
+                                           .needs_permission = pct__tool_needs_permission};
 
 int pct__rebuild_tools(pct_sess *s) {
     pct_old_tools *o = calloc(1, sizeof *o);

@@ -305,6 +305,9 @@ int pct__prompt_cron(pct_sess *s, uint64_t cron_id, const char *prompt);
 /* The session's permission broker (pag_ports.ask_permission) and tool titles. */
 pag_permission pct__port_ask(void *ctx, const pag_event *call, atomic_int *cancel);
 char *pct__tool_title(const char *name, const char *args);
+/* Whether this call of a builtin tool asks the user (a session's and its subagents'
+ * tool table alike): the tool's flag, or for `run` its placement (native asks). */
+bool pct__tool_needs_permission(void *ctx, const char *name, const char *args);
 /* Appends the host tools' descriptors to the catalogue. */
 void pct__host_tools_add(pag_tool_info *tools, size_t *n);
 /* Persists the session's meta (frozen context, mode, model, remembered permissions,

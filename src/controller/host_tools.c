@@ -5,8 +5,9 @@
  *   skill  loads a skill's instructions (.peri/skills/<name>/SKILL.md body, confined)
  * and, after todo, the catalogue entries the middleware chain declares, in its order
  * (skill for skills, task for subagent (subagent.c), ask_user (askuser.c), ...).
- * Descriptors are static and immutable; none needs permission; todo and skill are
- * read-only (allowed in plan mode), task inherits the parent's mode for its own tools.
+ * Descriptors are static and immutable; only cron_create needs permission; todo and
+ * skill are read-only (allowed in plan mode), task inherits the parent's mode for its own
+ * tools.
  */
 #include "controller/ctl_impl.h"
 

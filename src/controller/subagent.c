@@ -56,8 +56,10 @@ static char *c_title(void *ctx, const char *name, const char *args) {
     return pct__tool_title(name, args);
 }
 
-/* A child's tools: the parent's list as it was at the spawn, run through the parent. */
-static const pag_tool_ops child_tools = {.run = c_run_tool, .title = c_title};
+/* A child's tools: the parent's list as it was at the spawn, run through the parent and
+ * gated as the parent's are (the list's own needs_permission flags, then the call's). */
+static const pag_tool_ops child_tools = {
+    .run = c_run_tool, .title = c_title, .needs_permission = pct__tool_needs_permission};
 
 /* The parent's broker: remembered answers, project list, then the client. */
 static pag_permission c_ask(void *ctx, const pag_event *call, atomic_int *cancel) {

@@ -38,6 +38,7 @@
 
 #define RUN_FILES_MAX  64
 #define RUN_SOURCE_MAX (1u << 20)
+#define RUN_TITLE_MAX  4000 /* bytes of a script (or module path) shown in its title */
 
 const char PTL__RUN_DESCRIPTION[] =
     "Run code in an isolated WebAssembly room (fresh instance, in-memory file system, CPU "
@@ -320,22 +321,23 @@ bool ptl_tool_needs_permission(const ptl_tool *t, const char *input_json) {
     return native; /* the room cannot touch the host: only native runs ask */
 }
 
+/* The title says what will run: the whole script on one line, every character visible
+ * (a newline cannot hide a second line, a control cannot rewrite what the user reads),
+ * cut only past RUN_TITLE_MAX bytes and then with a marker saying how much more. */
 char *ptl__run_title(pj_t *in) {
     const char *ruby = pj_string_value(pj_object_get(in, "ruby"));
     const char *python = pj_string_value(pj_object_get(in, "python"));
     const char *wasm = pj_string_value(pj_object_get(in, "wasm"));
     char *out = NULL;
+    const char *what = ruby || python ? (ruby ? ruby : python) : wasm;
+    char *v = what ? ptl_visible(what, RUN_TITLE_MAX, false) : NULL;
+    if (!v) return NULL;
     if (ruby || python) {
-        const char *src = ruby ? ruby : python;
-        size_t n = strcspn(src, "\n");
-        bool cut = n > 60 || src[n] == '\n';
-        if (n > 60) n = 60;
-        if (asprintf(&out, "Run %s `%.*s%s`", ruby ? "Ruby" : "Python", (int)n, src,
-                     cut ? "…" : "") < 0)
-            out = NULL;
-    } else if (wasm) {
-        if (asprintf(&out, "Run %s", wasm) < 0) out = NULL;
+        if (asprintf(&out, "Run %s `%s`", ruby ? "Ruby" : "Python", v) < 0) out = NULL;
+    } else if (asprintf(&out, "Run %s", v) < 0) {
+        out = NULL;
     }
+    free(v);
     return out;
 }
 

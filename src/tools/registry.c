@@ -132,6 +132,10 @@ char *ptl_title(const ptl_tool *t, const char *input_json) {
         verb = "Find", arg = pj_string_value(pj_object_get(in, "pattern"));
     else if (strcmp(t->name, "grep") == 0)
         verb = "Search for", arg = pj_string_value(pj_object_get(in, "pattern"));
+    /* every model-supplied text in a title is made visible: a control character cannot
+     * rewrite or hide what the user reads in a permission prompt */
+    char *varg = arg ? ptl_visible(arg, 4096, false) : NULL; /* a path whole (PATH_MAX) */
+    arg = varg; /* out of memory: the title is the tool's name */
     if (strcmp(t->name, "run") == 0) {
         out = ptl__run_title(in);
     } else if (strcmp(t->name, "shell") == 0) {
@@ -159,6 +163,7 @@ char *ptl_title(const ptl_tool *t, const char *input_json) {
     } else if (verb && arg) {
         if (asprintf(&out, "%s %s", verb, arg) < 0) out = NULL;
     }
+    free(varg);
     pj_decref(in);
     return out ? out : strdup(t->name);
 }

@@ -336,6 +336,8 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
         pj_t *ri = pj_object_get(tc, "rawInput");
         const char *cmd = pj_string_value(pj_object_get(ri, "command"));
         if (!cmd) cmd = pj_string_value(pj_object_get(ri, "path"));
+        if (!cmd) cmd = pj_string_value(pj_object_get(ri, "ruby")); /* `run`'s script */
+        if (!cmd) cmd = pj_string_value(pj_object_get(ri, "python"));
         /* a request that explains itself in its content (e.g. trusting a project's
          * configuration: every server command in full) shows that text */
         if (!cmd)

@@ -254,6 +254,17 @@ def s_permissions(E):
     b.response(prompt(b, sid3, "again"))
     check(len(perms(b)) == n and os.path.exists(os.path.join(E.cwd, "q.txt")),
           "user-state project allow-list not honoured")
+    # a control character in a path cannot rewrite the request's title: it shows
+    E.put("AGENTS.md", "x")
+    t0 = time.monotonic()
+    E.mock.script([{"tool_calls": [{"id": "ed", "name": "edit", "arguments": {
+        "path": "AGENTS.md\u001b[2K\rREADME", "old_string": "x", "new_string": "y"}}]},
+                   {"text": "ok"}])
+    b.response(prompt(b, sid3, "edit"))
+    p = perms(b, t0)
+    title = p[0]["params"]["toolCall"]["title"] if p else ""
+    check(len(p) == 1 and "\x1b" not in title and "\r" not in title and
+          "AGENTS.md\u241b[2K\\rREADME" in title, "edit title %r" % title)
 
 
 # ---------------------------------------------------------------- 4 slash commands

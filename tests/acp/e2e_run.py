@@ -14,7 +14,8 @@ Scenarios:
   run     `run` of a WASI program and of a Ruby script returns the right output without
           asking permission (room); _meta says wasm_room; an endless loop ends at the
           CPU limit with a clear tool error and the turn continues; declared
-          requirements go native and ask.
+          requirements go native and ask, a subagent's too (its request titled with
+          the whole script, made visible).
   cancel  cancel during a long shell call and during long run calls (Ruby, WASI) ends the turn as
           cancelled within 200 ms, and the shell's process tree is gone; the run calls'
           result is the typed "cancelled" (stopped_by), not the room's CPU limit.
@@ -170,6 +171,32 @@ def s_run(E):
     meta = fin[0].get("_meta", {}).get("peri.placement", {})
     check(meta.get("backend") == "native_sandbox", "native run placement %r" % meta)
     check(fin[0]["rawOutput"].get("stdout") == "from-subprocess\n", "native run output %r" % fin[0])
+
+    # a subagent's native run asks as the parent's does (through the parent's client),
+    # and rejected it does not run; the request's title is the whole script, every
+    # character visible (the second line and the controls too)
+    a.permission_answer = "reject_once"
+    src = 'puts 1\n\x1b[2K\rFile.write("sub-ran.txt", `id`)\n'
+    t0 = time.monotonic()
+    E.mock.script([
+        {"tool_calls": [{"id": "sub", "name": "task", "arguments": {
+            "description": "native", "prompt": "run it", "tools": ["run"]}}]},
+        {"tool_calls": [{"id": "cr", "name": "run", "arguments": {
+            "ruby": src, "requirements": ["subprocess"]}}]},
+        {"text": "child done"}, {"text": "parent done"}])
+    r = a.response(prompt(a, sid, "delegate"), timeout=120)
+    check(r.get("result") == {"stopReason": "end_turn"}, "subagent turn %r" % r)
+    asks = [f["params"]["toolCall"] for f in perms_since(a, t0)]
+    check(len(asks) == 1 and asks[0]["toolCallId"] == "sub/cr",
+          "the subagent's native run did not ask: %r" % asks)
+    title = asks[0]["title"]
+    check('File.write("sub-ran.txt", `id`)' in title and "puts 1" in title and
+          "\x1b" not in title and "\r" not in title, "native run title %r" % title)
+    check(asks[0].get("rawInput", {}).get("ruby") == src, "rawInput %r" % asks[0].get("rawInput"))
+    child = [u for u in final_updates(a, sid, t0) if u["toolCallId"] == "sub/cr"]
+    check(child and child[0]["status"] == "failed" and "rejected" in json.dumps(child[0]),
+          "the rejected child run %r" % child)
+    check(not os.path.exists(os.path.join(E.cwd, "sub-ran.txt")), "the rejected child run ran")
     check(a.close_stdin() == 0, "exit")
 
 

@@ -255,6 +255,29 @@ def s_cron(E):
     check(len(cron_turns(E)) == n, "a schedule outlived its session")
 
 
+def s_cron_ask(E):
+    """cron_create asks first (a schedule starts turns later, unattended); the request's
+    title says the schedule and the prompt; a rejected one schedules nothing."""
+    a = E.agent()
+    sid = E.new_session(a)
+    a.permission_answer = "reject_once"
+    E.mock.script({"responses": [
+        {"tool_calls": [{"id": "c1", "name": "cron_create",
+                         "arguments": {"schedule": "every 1s", "prompt": "CRON-PING\u001b[2K"}}]},
+        {"text": "not scheduled"}], "default": {"text": "ok"}})
+    r = a.response(prompt(a, sid, "schedule it"))
+    check(r.get("result") == {"stopReason": "end_turn"}, "create %r" % r)
+    asks = [f["params"]["toolCall"] for _, f in a.log
+            if f.get("method") == "session/request_permission"]
+    check(len(asks) == 1 and asks[0]["toolCallId"] == "c1", "cron_create did not ask: %r" % asks)
+    title = asks[0]["title"]
+    check("every 1s" in title and "CRON-PING" in title and "\x1b" not in title,
+          "cron_create title %r" % title)
+    check("rejected" in tool_output(a, sid, "c1"), "rejected %s" % tool_output(a, sid, "c1"))
+    time.sleep(2.5)
+    check(not cron_turns(E), "a rejected schedule ran")
+
+
 def s_cron_restart(E):
     a = E.agent()
     sid = E.new_session(a)
@@ -282,7 +305,8 @@ def s_cron_restart(E):
 
 
 SCENARIOS = {"autocompact": s_autocompact, "autocompact_fallback": s_autocompact_fallback,
-             "goal": s_goal, "cron": s_cron, "cron_restart": s_cron_restart}
+             "goal": s_goal, "cron": s_cron, "cron_ask": s_cron_ask,
+             "cron_restart": s_cron_restart}
 
 if __name__ == "__main__":
     sys.exit(scenario_main(__doc__, SCENARIOS, at_end=end_agents_cleanly))

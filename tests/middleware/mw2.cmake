@@ -2,7 +2,7 @@
 # model (tests/host/mock_model.py), each scenario its own ctest.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
-  foreach(s autocompact autocompact_fallback goal cron cron_restart)
+  foreach(s autocompact autocompact_fallback goal cron cron_ask cron_restart)
     add_test(NAME middleware.${s}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/e2e_mw2.py
                      $<TARGET_FILE:peri_cli> ${CMAKE_SOURCE_DIR}/tests/host/mock_model.py ${s})

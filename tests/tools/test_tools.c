@@ -172,6 +172,34 @@ static void test_registry(void **state) {
     t = ptl_title(ptl_find("edit"), "not json");
     assert_string_equal(t, "edit");
     free(t);
+    /* paths and patterns the model gives: every character visible in the title */
+    t = ptl_title(ptl_find("edit"), "{\"path\":\"AGENTS.md\\u001b[2K\\rREADME\","
+                                    "\"old_string\":\"a\",\"new_string\":\"b\"}");
+    assert_string_equal(t, "Edit AGENTS.md␛[2K\\rREADME (replace 1 bytes with 1 bytes)");
+    free(t);
+    t = ptl_title(ptl_find("write"), "{\"path\":\"a\\u202egnp.sh\",\"content\":\"x\"}");
+    assert_string_equal(t, "Write a<U+202E>gnp.sh (1 bytes)");
+    free(t);
+    t = ptl_title(ptl_find("read"), "{\"path\":\"x\\ny\"}");
+    assert_string_equal(t, "Read x⏎y");
+    free(t);
+    t = ptl_title(ptl_find("glob"), "{\"pattern\":\"*\\u0007\"}");
+    assert_string_equal(t, "Find *\\x07");
+    free(t);
+    t = ptl_title(ptl_find("list"), "{\"path\":\"d\\u001b]0;x\\u0007\"}");
+    assert_string_equal(t, "List d␛]0;x\\x07");
+    free(t);
+    /* a run's title is its whole script, made visible (not just its first line) */
+    t = ptl_title(ptl_find("run"), "{\"ruby\":\"puts 1 # harmless\\n\\u001b[2K\\r"
+                                   "system('rm -rf ~')\",\"requirements\":[\"subprocess\"]}");
+    assert_string_equal(t, "Run Ruby `puts 1 # harmless⏎␛[2K\\rsystem('rm -rf ~')`");
+    free(t);
+    t = ptl_title(ptl_find("run"), "{\"python\":\"import os\\nos.system('id')\"}");
+    assert_string_equal(t, "Run Python `import os⏎os.system('id')`");
+    free(t);
+    t = ptl_title(ptl_find("run"), "{\"wasm\":\"m.wasm\\u001b[1A\"}");
+    assert_string_equal(t, "Run m.wasm␛[1A");
+    free(t);
     assert_string_equal(ptl_kind_name(PTL_KIND_OTHER), "other");
 }
 

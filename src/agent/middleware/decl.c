@@ -121,6 +121,9 @@ const pag_tool_info pag__cron_tools[] = {
                     "and are not restored after a restart.",
      .schema_json = cron_create_schema,
      .kind = "other",
+     /* a schedule starts turns later, unattended, for as long as the session is open:
+      * the user agrees to it first */
+     .needs_permission = true,
      .read_only = false},
     {.name = "cron_list",
      .description = "List this session's scheduled prompts (id, schedule, prompt, runs, "
