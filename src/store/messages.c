@@ -23,7 +23,7 @@ static bool id_ok(const char *id) {
 }
 
 static pst_status take_i64(void *ctx, const psb_row *row, pst_error *err) {
-    (void)err;
+    PSB_NEED_COLS(row, 1, err);
     int64_t *v = ctx;
     *v = pst__i64(row->col[0]);
     return PST_OK;

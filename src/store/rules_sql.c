@@ -113,6 +113,7 @@ void pst_thread_clear(pst_thread *t) {
 pst_status pst__read_thread_row(const psb_row *row, pst_thread *t, pst_error *err) {
     const char *const *c = row->col;
     memset(t, 0, sizeof *t);
+    PSB_NEED_COLS(row, 12, err);
     snprintf(t->id, PST_ID_LEN, "%s", c[0] ? c[0] : "");
     snprintf(t->workspace_id, PST_ID_LEN, "%s", c[1] ? c[1] : "");
     snprintf(t->parent_id, PST_ID_LEN, "%s", c[2] ? c[2] : "");
@@ -181,6 +182,7 @@ void pst_message_list_clear(pst_message_list *l) {
 }
 
 pst_status pst__take_message(void *ctx, const psb_row *row, pst_error *err) {
+    PSB_NEED_COLS(row, 5, err);
     pst__msg_fill *f = ctx;
     if (f->out->count == f->cap) { /* checked doubling: a huge history cannot wrap */
         pst_message *grown = pb_grow(f->out->items, &f->cap, sizeof *grown, 64);

@@ -40,6 +40,17 @@ typedef struct psb_row {
     const char *const *col;
 } psb_row;
 
+/* A row callback's first step: a row with fewer than n columns (a server that answers a
+ * statement with another shape: a hostile or mismatched database) fails the statement
+ * with PST_ERR_IO instead of reading past the columns it has. */
+#define PSB_NEED_COLS(row, n, err)                                                                 \
+    do {                                                                                           \
+        if ((row)->ncol < (n))                                                                     \
+            return pst__fail((err), PST_ERR_IO, 0,                                                 \
+                             "the database answered with %d columns where %d were expected",       \
+                             (row)->ncol, (n));                                                    \
+    } while (0)
+
 /* Returns PST_OK to continue, anything else stops and is returned by exec. */
 typedef pst_status (*psb_row_fn)(void *ctx, const psb_row *row, pst_error *err);
 

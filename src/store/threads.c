@@ -31,7 +31,7 @@ pst_status pst__write_ok(pst_store *s, pst_error *err) {
 }
 
 static pst_status copy_first(void *ctx, const psb_row *row, pst_error *err) {
-    (void)err;
+    PSB_NEED_COLS(row, 1, err);
     char *out = ctx;
     snprintf(out, PST_ID_LEN, "%s", row->col[0] ? row->col[0] : "");
     return PST_OK;
