@@ -109,7 +109,36 @@ typedef struct out_state {
     bool printed; /* some answer text went to stdout */
     bool at_nl;   /* ... and it ended with a newline */
     bool gap;     /* something other than answer text came since */
+    bool tty;     /* stdout is a terminal: the answer's control characters are shown */
 } out_state;
+
+/* Appends s[0..n) to b for a terminal: newlines and tabs as they are, every other
+ * control character, ESC included, and invalid UTF-8 made visible (pb_buf_put_visible). */
+static bool put_lines(pb_buf *b, const char *s, size_t n) {
+    size_t from = 0;
+    for (size_t i = 0; i <= n; i++)
+        if (i == n || s[i] == '\n' || s[i] == '\t') {
+            if (!pb_buf_put_visible(b, s + from, i - from)) return false;
+            if (i < n && !pb_buf_putc(b, s[i])) return false;
+            from = i + 1;
+        }
+    return true;
+}
+
+/* Writes a chunk of the answer. To a pipe or file it goes as the model wrote it (it is
+ * the program's output); to a terminal, the model (or whoever answers for it) could
+ * otherwise set the window title, write the clipboard (OSC 52), clear the screen or move
+ * the cursor, so its control characters are shown, never sent. Each chunk is a whole
+ * JSON string (valid UTF-8), so no character is cut between chunks. */
+static void put_answer(out_state *o, const char *t) {
+    if (!o->tty) {
+        fputs(t, stdout);
+        return;
+    }
+    pb_buf b = {0};
+    if (put_lines(&b, t, strlen(t))) fwrite(b.p, 1, b.len, stdout);
+    pb_buf_free(&b);
+}
 
 /* Ends the answer's last line, if it is open (before a message on stderr, at the end). */
 static void finish_line(out_state *o) {
@@ -129,7 +158,7 @@ static void show_update(out_state *o, pj_t *params) {
         if (t && *t) {
             if (o->gap) finish_line(o);
             o->gap = false;
-            fputs(t, stdout);
+            put_answer(o, t);
             fflush(stdout);
             o->printed = true;
             o->at_nl = t[strlen(t) - 1] == '\n';
@@ -234,7 +263,7 @@ int peri_cmd_print(int argc, char **argv) {
     send_frame(wfd, request(2, "session/new", pj_pack("{s:s, s:[]}", "cwd", abs, "mcpServers")));
     pj_t *f;
     char sid[64] = "";
-    out_state out = {0};
+    out_state out = {.tty = isatty(STDOUT_FILENO) == 1};
     while (in && (f = read_frame(in))) {
         pj_t *id = pj_object_get(f, "id");
         const char *method = pj_string_value(pj_object_get(f, "method"));

@@ -48,6 +48,35 @@ def no_sanitizer_report(args, err):
           "%s: sanitizer report: %s" % (" ".join(args[1:3]), err[-1500:]))
 
 
+def run_tty_stdout(args, env=None, timeout=120):
+    """The command with stdout on a pseudo-terminal (stderr a pipe, stdin empty):
+    (status, stdout as the terminal received it, with its CR LF as LF, stderr text)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
+                         env=env)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the last writer closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif p.poll() is not None:
+            break
+    err = p.stderr.read()
+    p.wait(timeout)
+    os.close(master)
+    no_sanitizer_report(args, err.decode("utf-8", "replace"))
+    return (p.returncode, out.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"))
+
+
 def run_tty_stderr(args, env=None, timeout=120):
     """The command with stderr on a pseudo-terminal (stdout a pipe, stdin empty):
     (status, stdout text, stderr text as the terminal received it)."""
@@ -367,6 +396,22 @@ def s_print(peri, mock_py, fixtures, **_):
         check(not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", err)
               and not re.search("^peri: forged", err, re.M),
               "control characters of a server's log reached the terminal: %r" % err[-1500:])
+        # the answer itself: to a terminal its control characters are shown, never sent
+        # (no window title, clipboard write or colour); to a pipe it is the output as is
+        hostile = "hi \x1b]0;PWNED\x07 \x1b]52;c;cHduZWQ=\x07\x1b[31mred\x1b[0m\n中文\tx"
+        E.settings({"maxRetries": 0})
+        E.mock.script([{"text": [hostile]}])
+        rc, out, err = run_tty_stdout([peri, "print", "say it", "--cwd", E.cwd, "--db", E.db],
+                                      env=E.env())
+        check(rc == 0 and not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
+              and "hi \\x1b]0;PWNED\\x07 \\x1b]52;c;cHduZWQ=\\x07\\x1b[31mred\\x1b[0m\n中文\tx"
+              in out, "print to a terminal shows the answer's control characters: %d %r %r"
+              % (rc, out, err[-500:]))
+        E.mock.script([{"text": [hostile]}])
+        rc, out, err = run([peri, "print", "say it", "--cwd", E.cwd, "--db", E.db],
+                           env=E.env(), timeout=120)
+        check(rc == 0 and out == hostile + "\n", "print to a pipe writes the answer as is: %d %r"
+              % (rc, out))
     finally:
         E.cleanup()
 
