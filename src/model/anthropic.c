@@ -227,8 +227,7 @@ static int block_delta(pm__decoder *d, int index, pj_t *delta) {
                                  "input_json_delta for block %d that is not a tool_use", index);
         size_t n = strlen(s);
         if (n == 0) return 0;
-        if (!pb_buf_put(&t->args, s, n))
-            return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+        if (pm__tool_args_put(d, t, s, n)) return -1;
         pm_stream_event ev = {
             .kind = PM_EV_TOOL_CALL_DELTA, .index = (int)tool_pos(d, t), .text = s, .len = n};
         return pm__emit(d->sink, &ev);
@@ -313,10 +312,14 @@ int pm__anthropic_full(pm__decoder *d, pj_t *obj) {
             pj_t *input = pj_object_get(b, "input");
             char *args = input ? pj_dumps(input, PJ_COMPACT) : strdup("{}");
             int bad = !t || !args || !(t->id = strdup(id ? id : "")) ||
-                      !(t->name = strdup(name ? name : "")) ||
-                      !pb_buf_put(&t->args, args, strlen(args));
+                      !(t->name = strdup(name ? name : ""));
+            if (bad) {
+                free(args);
+                return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+            }
+            int rc = pm__tool_args_put(d, t, args, strlen(args));
             free(args);
-            if (bad) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+            if (rc) return -1;
             if (pm__tool_finish(d, t, tool_pos(d, t))) return -1;
         }
     }

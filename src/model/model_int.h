@@ -59,6 +59,7 @@ typedef struct pm__sink {
     long retry_after_ms;
     pm_status status; /* first failure, PM_OK while fine */
     pm_error *err;
+    size_t assembled; /* bytes of text, thinking and tool arguments taken so far */
 } pm__sink;
 
 void pm__sink_init(pm__sink *s, pm_event_fn fn, void *ctx, pm_response *resp, pm_error *err);
@@ -72,6 +73,9 @@ int pm__sink_fail(pm__sink *s, pm_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Closes the text part being assembled. 0 / -1 (OOM). */
 int pm__sink_flush(pm__sink *s);
+/* Counts n more bytes of the answer (text, thinking, tool arguments) against
+ * PM__MAX_ANSWER: 0, or -1 with the sink failed (PM_ERR_PROTOCOL) when over it. */
+int pm__sink_account(pm__sink *s, size_t n);
 
 /* ---------------------------------------------------------------- decoders */
 
@@ -97,6 +101,9 @@ typedef struct pm__decoder {
 void pm__decoder_init(pm__decoder *d, pm_provider prov, pm__sink *sink);
 void pm__decoder_free(pm__decoder *d);
 pm__tool_acc *pm__decoder_tool(pm__decoder *d, int block, bool create);
+/* Appends n bytes of arguments to tool call t, within PM__MAX_TOOL_ARGS and the answer's
+ * bound: 0, or -1 with the sink failed (PM_ERR_PROTOCOL over a bound, PM_ERR_NOMEM). */
+int pm__tool_args_put(pm__decoder *d, pm__tool_acc *t, const char *s, size_t n);
 /* Emits START (if needed) and END for one accumulated tool call; adds it to the response. */
 int pm__tool_finish(pm__decoder *d, pm__tool_acc *t, size_t index);
 int pm__emit_stop(pm__decoder *d);
@@ -128,6 +135,12 @@ pj_t *pm__tool_schema(const pm_tool_def *t, pm_error *err);
 /* ---------------------------------------------------------------- client and HTTP */
 
 #define PM__MAX_BODY (64u << 20) /* non-streaming answers larger than this are refused */
+/* What one answer may assemble (text + thinking + tool arguments), streamed or not: a
+ * server that streams without end fails the call instead of filling the memory. */
+#define PM__MAX_ANSWER PM__MAX_BODY
+/* One tool call's arguments: well under the 16 MiB an MCP frame may hold (PMCP_MAX_FRAME),
+ * so arguments the model assembles always fit the request that carries them to a tool. */
+#define PM__MAX_TOOL_ARGS (4u << 20)
 
 struct pm_client {
     pm_provider provider;

@@ -220,8 +220,7 @@ static int tool_delta(pm__decoder *d, pj_t *tc) {
         if (pm__emit(d->sink, &ev)) return -1;
     }
     if (args && *args) {
-        if (!pb_buf_put(&t->args, args, strlen(args)))
-            return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+        if (pm__tool_args_put(d, t, args, strlen(args))) return -1;
         if (t->started) {
             pm_stream_event ev = {.kind = PM_EV_TOOL_CALL_DELTA,
                                   .index = (int)pos,

@@ -55,6 +55,16 @@ int pm__sink_flush(pm__sink *s) {
     return st == PM_OK ? 0 : pm__sink_fail(s, PM_ERR_NOMEM, "out of memory");
 }
 
+int pm__sink_account(pm__sink *s, size_t n) {
+    if (n > PM__MAX_ANSWER - s->assembled)
+        return pm__sink_fail(s, PM_ERR_PROTOCOL,
+                             "the answer is larger than %u bytes (text, thinking and tool "
+                             "arguments together): the model call was stopped",
+                             PM__MAX_ANSWER);
+    s->assembled += n;
+    return 0;
+}
+
 int pm__set_signature(pm__sink *s, const char *sig, size_t len) {
     char *p = malloc(len + 1);
     if (!p) return pm__sink_fail(s, PM_ERR_NOMEM, "out of memory");
@@ -85,6 +95,7 @@ static int assemble(pm__sink *s, const pm_stream_event *ev) {
         int kind = ev->kind == PM_EV_TEXT_DELTA ? PM_PART_TEXT : PM_PART_THINKING;
         if (s->cur_kind != kind && pm__sink_flush(s)) return -1;
         s->cur_kind = kind;
+        if (pm__sink_account(s, ev->len)) return -1;
         if (!pb_buf_put(&s->cur, ev->text, ev->len))
             return pm__sink_fail(s, PM_ERR_NOMEM, "out of memory");
         return 0;
@@ -156,6 +167,16 @@ pm__tool_acc *pm__decoder_tool(pm__decoder *d, int block, bool create) {
     memset(t, 0, sizeof *t);
     t->block = block;
     return t;
+}
+
+int pm__tool_args_put(pm__decoder *d, pm__tool_acc *t, const char *s, size_t n) {
+    if (n > PM__MAX_TOOL_ARGS - t->args.len)
+        return pm__sink_fail(d->sink, PM_ERR_PROTOCOL,
+                             "the arguments of tool call %s are larger than %u bytes",
+                             t->name && *t->name ? t->name : "(unnamed)", PM__MAX_TOOL_ARGS);
+    if (pm__sink_account(d->sink, n)) return -1;
+    if (!pb_buf_put(&t->args, s, n)) return pm__sink_fail(d->sink, PM_ERR_NOMEM, "out of memory");
+    return 0;
 }
 
 int pm__tool_finish(pm__decoder *d, pm__tool_acc *t, size_t index) {

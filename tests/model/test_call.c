@@ -2,7 +2,9 @@
  * test_call.c — the sans-IO model call (pm_call_*) without a network: the request it
  * describes (URL, header lines, body), answers fed byte by byte, the typed outcomes
  * (auth, HTTP, network, protocol, cancel) and the retry policy (Retry-After capped,
- * exponential backoff, never after an event was delivered, retries used up).
+ * exponential backoff, never after an event was delivered, retries used up), and the
+ * bounds on what one answer may assemble (64 MiB in all, 4 MiB of one tool call's
+ * arguments).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -208,13 +210,148 @@ static void test_retry_policy(void **state) {
     pm_client_free(c);
 }
 
+/* ---------------------------------------------------------------- answer bounds */
+
+#define CHUNK (64u << 10)
+
+static int count_event(const pm_stream_event *ev, void *ctx) {
+    size_t *bytes = ctx;
+    if (ev->kind == PM_EV_TEXT_DELTA || ev->kind == PM_EV_TOOL_CALL_DELTA) *bytes += ev->len;
+    return 0;
+}
+
+/* pre + n 'a's + post, malloc'd. */
+static char *frame(const char *pre, size_t n, const char *post, size_t *len) {
+    size_t a = strlen(pre), b = strlen(post);
+    char *f = malloc(a + n + b + 1);
+    assert_non_null(f);
+    memcpy(f, pre, a);
+    memset(f + a, 'a', n);
+    memcpy(f + a + n, post, b + 1);
+    *len = a + n + b;
+    return f;
+}
+
+/* Feeds head, then body up to `total` times (fewer when the call refuses it), then tail;
+ * returns the outcome and how many times body was taken. */
+static pm_status feed(pm_call *call, const char *head, const char *body, size_t blen, size_t times,
+                      const char *tail, size_t *taken) {
+    *taken = 0;
+    if (head && pm_call_body(call, head, strlen(head)))
+        return pm_call_end(call, PM_TRANSPORT_OK, NULL);
+    for (; *taken < times; ++*taken)
+        if (pm_call_body(call, body, blen)) return pm_call_end(call, PM_TRANSPORT_OK, NULL);
+    if (tail) pm_call_body(call, tail, strlen(tail));
+    return pm_call_end(call, PM_TRANSPORT_OK, NULL);
+}
+
+/* A stream of text deltas past 64 MiB fails the call (protocol error) once the bound is
+ * reached: the assembled text never exceeds it. */
+static void test_answer_bound(void **state) {
+    (void)state;
+    pm_client *c = client(PM_PROVIDER_OPENAI, 0);
+    pm_error err;
+    pm_call *call = pm_call_new(c, request(), true, &err);
+    size_t delivered = 0, len, taken;
+    pm_response resp;
+    char *f = frame("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"", CHUNK,
+                    "\"}}]}\n\n", &len);
+    pm_call_begin(call, count_event, &delivered, &resp, &err);
+    pm_call_status(call, 200);
+    pm_status st =
+        feed(call, NULL, f, len, 65 * 16, /* 65 MiB */
+             "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}"
+             "\n\ndata: [DONE]\n\n",
+             &taken);
+    assert_int_equal(st, PM_ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "larger than"));
+    assert_true(taken < 64 * 16 + 1);
+    assert_true(delivered <= (64u << 20));
+    char *text = pm_message_text(&resp.message);
+    assert_true(strlen(text) <= (64u << 20));
+    free(text);
+    pm_response_clear(&resp);
+    free(f);
+    pm_call_free(call);
+    pm_client_free(c);
+}
+
+/* One tool call's arguments past 4 MiB fail the call (protocol error): OpenAI and
+ * Anthropic streams, and an Anthropic non-streaming answer. */
+static void test_tool_args_bound(void **state) {
+    (void)state;
+    pm_error err;
+    pm_response resp;
+    size_t delivered = 0, len, taken;
+    /* OpenAI: 5 MiB of argument deltas */
+    pm_client *c = client(PM_PROVIDER_OPENAI, 0);
+    pm_call *call = pm_call_new(c, request(), true, &err);
+    char *f = frame("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+                    "\"function\":{\"arguments\":\"",
+                    CHUNK, "\"}}]}}]}\n\n", &len);
+    pm_call_begin(call, count_event, &delivered, &resp, &err);
+    pm_call_status(call, 200);
+    pm_status st = feed(
+        call,
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"t1\","
+        "\"function\":{\"name\":\"read\",\"arguments\":\"\"}}]}}]}\n\n",
+        f, len, 5 * 16,
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+        "data: [DONE]\n\n",
+        &taken);
+    assert_int_equal(st, PM_ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "arguments of tool call read"));
+    assert_true(taken <= 4 * 16);
+    assert_int_equal(resp.message.nparts, 0);
+    pm_response_clear(&resp);
+    free(f);
+    pm_call_free(call);
+    pm_client_free(c);
+    /* Anthropic: 5 MiB of input_json_delta */
+    c = client(PM_PROVIDER_ANTHROPIC, 0);
+    call = pm_call_new(c, request(), true, &err);
+    f = frame("data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+              "\"input_json_delta\",\"partial_json\":\"",
+              CHUNK, "\"}}\n\n", &len);
+    pm_call_begin(call, count_event, &delivered, &resp, &err);
+    pm_call_status(call, 200);
+    st = feed(call,
+              "data: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\"}}\n\n"
+              "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":"
+              "\"tool_use\",\"id\":\"t1\",\"name\":\"read\"}}\n\n",
+              f, len, 5 * 16,
+              "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+              "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}}\n\n"
+              "data: {\"type\":\"message_stop\"}\n\n",
+              &taken);
+    assert_int_equal(st, PM_ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "arguments of tool call read"));
+    assert_true(taken <= 4 * 16);
+    pm_response_clear(&resp);
+    free(f);
+    pm_call_free(call);
+    /* Anthropic, not streamed: a tool_use whose input is 5 MiB */
+    call = pm_call_new(c, request(), false, &err);
+    f = frame("{\"id\":\"m1\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"read\","
+              "\"input\":{\"path\":\"",
+              5u << 20, "\"}}],\"stop_reason\":\"tool_use\"}", &len);
+    pm_call_begin(call, NULL, NULL, &resp, &err);
+    pm_call_status(call, 200);
+    st = feed(call, NULL, f, len, 1, NULL, &taken);
+    assert_int_equal(st, PM_ERR_PROTOCOL);
+    assert_non_null(strstr(err.message, "arguments of tool call read"));
+    pm_response_clear(&resp);
+    free(f);
+    pm_call_free(call);
+    pm_client_free(c);
+}
+
 int main(void) {
     pm_global_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request),
-        cmocka_unit_test(test_stream_byte_by_byte),
-        cmocka_unit_test(test_outcomes),
-        cmocka_unit_test(test_retry_policy),
+        cmocka_unit_test(test_request),      cmocka_unit_test(test_stream_byte_by_byte),
+        cmocka_unit_test(test_outcomes),     cmocka_unit_test(test_retry_policy),
+        cmocka_unit_test(test_answer_bound), cmocka_unit_test(test_tool_args_bound),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pm_global_cleanup();
