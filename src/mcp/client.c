@@ -342,14 +342,23 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params, 
     size_t n;
     char *text = pb_rpc_encode(frame, false, &n);
     pj_decref(frame);
-    int sent = text ? c->link->send(c->link, text, n) : -1;
+    /* the peer drops a frame over PMCP_MAX_FRAME and cannot name the request it dropped:
+     * sending it would only wait for the timeout, so it is refused here */
+    bool too_big = text && n > PMCP_MAX_FRAME;
+    int sent = text && !too_big ? c->link->send(c->link, text, n) : -1;
     free(text);
 
     struct timespec dl;
     dl = pb_deadline(CLOCK_MONOTONIC, timeout_ms > 0 ? timeout_ms : c->call_timeout_ms);
     pmcp_status st = PMCP_ERR_TRANSPORT;
     pthread_mutex_lock(&c->mu);
-    if (sent != 0) snprintf(err, errlen, "could not send to MCP server %s", c->name);
+    if (too_big)
+        snprintf(err, errlen,
+                 "the %s request to MCP server %s is %zu bytes, more than the %u an MCP message "
+                 "may have",
+                 method, c->name, n, PMCP_MAX_FRAME);
+    else if (sent != 0)
+        snprintf(err, errlen, "could not send to MCP server %s", c->name);
     while (sent == 0) {
         if (p->done) {
             st = PMCP_OK;

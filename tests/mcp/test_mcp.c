@@ -751,6 +751,40 @@ static void test_inproc_plain(void **state) {
     pmcp_client_close(c);
 }
 
+/* A request larger than an MCP message may be (the peer would drop it and could not say
+ * which request it dropped) is refused at once with a transport error, not sent and
+ * waited for until the timeout. */
+static void test_oversized_request(void **state) {
+    (void)state;
+    pmcp_server_config cfg = {.name = "ws", .kind = PMCP_INPROC, .root = g_root};
+    char err[256];
+    pmcp_client *c = pmcp_client_connect(&cfg, NULL, err, sizeof err);
+    assert_non_null(c);
+    size_t n = PMCP_MAX_FRAME + 1024;
+    char *args = malloc(n + 64);
+    assert_non_null(args);
+    int k = snprintf(args, 64, "{\"path\":\"big.txt\",\"content\":\"");
+    memset(args + k, 'a', n);
+    memcpy(args + k + n, "\"}", 3);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pj_t *res = NULL;
+    assert_int_equal(pmcp__client_call_raw(c, "write", args, NULL, 20000, &res, err, sizeof err),
+                     PMCP_ERR_TRANSPORT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_null(res);
+    assert_non_null(strstr(err, "more than"));
+    /* "at once": far below the 20 s timeout, even on a loaded machine */
+    assert_true(t1.tv_sec - t0.tv_sec < 10);
+    free(args);
+    /* the client still works */
+    assert_int_equal(pmcp__client_call_raw(c, "write", "{\"path\":\"p.txt\",\"content\":\"z\"}",
+                                           NULL, 0, &res, err, sizeof err),
+                     PMCP_OK);
+    pj_decref(res);
+    pmcp_client_close(c);
+}
+
 /* A server that adds a tool during the first call and sends list_changed first. */
 static const char *k_lc = "import sys,json\n"
                           "T=[{'name':'first','inputSchema':{'type':'object'}}]\n"
@@ -938,6 +972,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_builtin),
         cmocka_unit_test(test_pool_builtin_cancel),
         cmocka_unit_test(test_inproc_plain),
+        cmocka_unit_test(test_oversized_request),
         cmocka_unit_test(test_pool_refresh),
         cmocka_unit_test(test_pool_retired),
         cmocka_unit_test(test_list_bounds),
