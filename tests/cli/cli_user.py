@@ -48,14 +48,17 @@ def no_sanitizer_report(args, err):
           "%s: sanitizer report: %s" % (" ".join(args[1:3]), err[-1500:]))
 
 
-def run_tty_stdout(args, env=None, timeout=120):
-    """The command with stdout on a pseudo-terminal (stderr a pipe, stdin empty):
-    (status, stdout as the terminal received it, with its CR LF as LF, stderr text)."""
+def run_tty(args, env=None, timeout=120, stream="stderr"):
+    """The command with one of stdout or stderr (stream) on a pseudo-terminal, the other a
+    pipe, stdin empty: (status, stdout text, stderr text), the terminal's side as it
+    received it (stdout's CR LF as LF)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
-                         env=env)
+    tty_out = stream == "stdout"
+    p = subprocess.Popen(args, stdin=subprocess.DEVNULL,
+                         stdout=slave if tty_out else subprocess.PIPE,
+                         stderr=subprocess.PIPE if tty_out else slave, env=env)
     os.close(slave)
-    out = b""
+    term = b""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         r, _, _ = select.select([master], [], [], 0.2)
@@ -66,43 +69,20 @@ def run_tty_stdout(args, env=None, timeout=120):
                 break
             if not chunk:
                 break
-            out += chunk
+            term += chunk
         elif p.poll() is not None:
             break
-    err = p.stderr.read()
+    piped = (p.stderr if tty_out else p.stdout).read()
     p.wait(timeout)
     os.close(master)
+    out, err = (term.replace(b"\r\n", b"\n"), piped) if tty_out else (piped, term)
     no_sanitizer_report(args, err.decode("utf-8", "replace"))
-    return (p.returncode, out.replace(b"\r\n", b"\n").decode("utf-8", "replace"),
-            err.decode("utf-8", "replace"))
+    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
 def run_tty_stderr(args, env=None, timeout=120):
-    """The command with stderr on a pseudo-terminal (stdout a pipe, stdin empty):
-    (status, stdout text, stderr text as the terminal received it)."""
-    master, slave = pty.openpty()
-    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
-                         env=env)
-    os.close(slave)
-    err = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the last writer closed the terminal
-                break
-            if not chunk:
-                break
-            err += chunk
-        elif p.poll() is not None:
-            break
-    out = p.stdout.read()
-    p.wait(timeout)
-    os.close(master)
-    no_sanitizer_report(args, err.decode("utf-8", "replace"))
-    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    """The command with stderr on a pseudo-terminal (run_tty)."""
+    return run_tty(args, env, timeout, "stderr")
 
 
 def run_tty_all(args, env=None, cwd=None, timeout=60):
@@ -401,8 +381,8 @@ def s_print(peri, mock_py, fixtures, **_):
         hostile = "hi \x1b]0;PWNED\x07 \x1b]52;c;cHduZWQ=\x07\x1b[31mred\x1b[0m\n中文\tx"
         E.settings({"maxRetries": 0})
         E.mock.script([{"text": [hostile]}])
-        rc, out, err = run_tty_stdout([peri, "print", "say it", "--cwd", E.cwd, "--db", E.db],
-                                      env=E.env())
+        rc, out, err = run_tty([peri, "print", "say it", "--cwd", E.cwd, "--db", E.db],
+                               env=E.env(), stream="stdout")
         check(rc == 0 and not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
               and "hi \\x1b]0;PWNED\\x07 \\x1b]52;c;cHduZWQ=\\x07\\x1b[31mred\\x1b[0m\n中文\tx"
               in out, "print to a terminal shows the answer's control characters: %d %r %r"
