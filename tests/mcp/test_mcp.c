@@ -565,22 +565,33 @@ static const char *k_big = "import sys,json\n"
                            "    print(json.dumps({'jsonrpc':'2.0','id':m['id'],'result':r}),"
                            "flush=True)\n";
 
-static void test_pool_caps_text(void **state) {
-    (void)state;
-    char script[300];
-    snprintf(script, sizeof script, "%s/big.py", g_root);
-    FILE *f = fopen(script, "w");
+static void write_script(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fputs(k_big, f);
+    fputs(text, f);
     fclose(f);
+}
+
+/* A pool of one stdio server, `python3 <g_root>/<file>` running src, named server;
+ * opened without notices. */
+static pmcp_pool *script_pool(const char *file, const char *server, const char *src) {
+    char script[300];
+    snprintf(script, sizeof script, "%s/%s", g_root, file);
+    write_script(script, src);
     char acp[600];
-    snprintf(acp, sizeof acp, "[{\"name\":\"b\",\"command\":\"python3\",\"args\":[\"%s\"]}]",
-             script);
+    snprintf(acp, sizeof acp, "[{\"name\":\"%s\",\"command\":\"python3\",\"args\":[\"%s\"]}]",
+             server, script);
     char *notices = NULL;
     pmcp_pool_opts po = {.cwd = g_root, .acp_servers_json = acp};
     pmcp_pool *p = pmcp_pool_open(&po, &notices);
     assert_non_null(p);
     assert_null(notices);
+    return p;
+}
+
+static void test_pool_caps_text(void **state) {
+    (void)state;
+    pmcp_pool *p = script_pool("big.py", "b", k_big);
     char *text, *content;
     bool is_err;
     assert_int_equal(pmcp_pool_call(p, "mcp__b__big", "{}", NULL, &text, &is_err, &content), 0);
@@ -805,20 +816,8 @@ static const char *k_lc = "import sys,json\n"
 
 static void test_pool_refresh(void **state) {
     (void)state;
-    char script[300];
-    snprintf(script, sizeof script, "%s/lc.py", g_root);
-    FILE *f = fopen(script, "w");
-    assert_non_null(f);
-    fputs(k_lc, f);
-    fclose(f);
-    char acp[600];
-    snprintf(acp, sizeof acp, "[{\"name\":\"l\",\"command\":\"python3\",\"args\":[\"%s\"]}]",
-             script);
+    pmcp_pool *p = script_pool("lc.py", "l", k_lc);
     char *notices = NULL;
-    pmcp_pool_opts po = {.cwd = g_root, .acp_servers_json = acp};
-    pmcp_pool *p = pmcp_pool_open(&po, &notices);
-    assert_non_null(p);
-    assert_null(notices);
     assert_int_equal(pmcp_pool_refresh(p, &notices), 0); /* nothing changed yet */
     assert_int_equal(pmcp_pool_tool_count(p), 1);
     const char *old_name = pmcp_pool_tool_at(p, 0)->name;
@@ -859,28 +858,12 @@ static const char *k_churn = "import sys,json\n"
                              "        r={'content':[{'type':'text','text':'ok'}]}\n"
                              "    out({'jsonrpc':'2.0','id':m['id'],'result':r})\n";
 
-static void write_script(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* A list that changes on every call: the pool keeps the current table and the one its
  * reader last read, never more, and what the reader holds stays readable. */
 static void test_pool_retired(void **state) {
     (void)state;
-    char script[300];
-    snprintf(script, sizeof script, "%s/churn.py", g_root);
-    write_script(script, k_churn);
-    char acp[600];
-    snprintf(acp, sizeof acp, "[{\"name\":\"c\",\"command\":\"python3\",\"args\":[\"%s\"]}]",
-             script);
+    pmcp_pool *p = script_pool("churn.py", "c", k_churn);
     char *notices = NULL;
-    pmcp_pool_opts po = {.cwd = g_root, .acp_servers_json = acp};
-    pmcp_pool *p = pmcp_pool_open(&po, &notices);
-    assert_non_null(p);
-    assert_null(notices);
     /* the reader's pointer and the version it shows */
     const char *held = pmcp_pool_tool_at(p, 0)->description;
     int held_v = 0;
