@@ -112,20 +112,25 @@ static bool in_git_dir(int rootfd, const char *rel) {
     return false;
 }
 
+/* The real path of an open descriptor, from /proc/self/fd. */
+static bool fd_real(int fd, char out[PATH_MAX]) {
+    char lp[64];
+    snprintf(lp, sizeof lp, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(lp, out, PATH_MAX - 1);
+    if (n <= 0) return false;
+    out[n] = '\0';
+    return out[0] == '/';
+}
+
 /* True when the resolved target (the parent directory's descriptor plus a name) is one of
  * the agent's control files that no tool may write: anything in .peri or .git, .mcp.json (the
  * guides stay writable: /init writes AGENTS.md, and every write asks permission). The
  * real paths of the descriptors are compared, so a symlink or ".." that leads into
  * .git is caught as well as a plain path. */
 static bool control_target(int rootfd, int dirfd, const char *name) {
-    char lp[64], root[PATH_MAX], dir[PATH_MAX];
-    snprintf(lp, sizeof lp, "/proc/self/fd/%d", rootfd);
-    ssize_t rn = readlink(lp, root, sizeof root - 1);
-    snprintf(lp, sizeof lp, "/proc/self/fd/%d", dirfd);
-    ssize_t dn = readlink(lp, dir, sizeof dir - 1);
-    if (rn <= 0 || dn <= 0) return true; /* cannot tell: refuse */
-    root[rn] = dir[dn] = '\0';
-    size_t n = (size_t)rn;
+    char root[PATH_MAX], dir[PATH_MAX];
+    if (!fd_real(rootfd, root) || !fd_real(dirfd, dir)) return true; /* cannot tell: refuse */
+    size_t n = strlen(root);
     if (strncmp(dir, root, n) != 0 || (dir[n] != '\0' && dir[n] != '/')) return true;
     char rel[PATH_MAX * 2];
     snprintf(rel, sizeof rel, "%s%s%s", dir[n] ? dir + n + 1 : "", dir[n] ? "/" : "", name);
@@ -177,16 +182,6 @@ const char *ptl_protected_dir(const pl_policy *pol, const char *root, const char
         }
     }
     return NULL;
-}
-
-/* The real path of an open descriptor, from /proc/self/fd. */
-static bool fd_real(int fd, char out[PATH_MAX]) {
-    char lp[64];
-    snprintf(lp, sizeof lp, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(lp, out, PATH_MAX - 1);
-    if (n <= 0) return false;
-    out[n] = '\0';
-    return out[0] == '/';
 }
 
 /* The protected directories of the session's sandbox policy, for write and edit. */
