@@ -14,8 +14,8 @@
 #   model (all but http.c and models.c, which need libcurl),
 #   the remote store (remote*, pgwire*, pg_shared, rules_sql, uuid_form, error),
 #   the agent core (session, turn, loop, settings, settings_schema, context, compact,
-#   project; middleware chain, decl, goal, permission), the tools registry, output.c and
-#   visible.c; the pure ACP parts (acp/updates, acp/prompt_message) and the
+#   project; middleware chain, decl, goal, permission), the tools registry and output.c;
+#   the pure ACP parts (acp/updates, acp/prompt_message) and the
 #   event-driven MCP client (mcp/ev*, proto, sse). The archive holds objects with
 #   references nothing in the module reaches (ptl_read_beneath from project.c, the tool
 #   bodies the registry names): an archive link leaves them out.
@@ -51,8 +51,7 @@ foreach(f session turn loop settings settings_schema context compact project tel
           middleware/decl middleware/goal middleware/permission)
   list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/agent/${f}.c)
 endforeach()
-list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/tools/registry.c ${CMAKE_SOURCE_DIR}/src/tools/output.c
-     ${CMAKE_SOURCE_DIR}/src/tools/visible.c)
+list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/tools/registry.c ${CMAKE_SOURCE_DIR}/src/tools/output.c)
 # The WebAssembly form's replacements (never in the native library): the model transport
 # without libcurl (pm_stream fails with a reason; calls go through pm_call) and command
 # hooks that report they cannot run.

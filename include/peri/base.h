@@ -127,15 +127,25 @@ void pb_log_to_file(void *ud, pb_log_level level, const char *msg);
 /* Visible text: outside text (an MCP server's log message or HTTP error body, an OAuth
  * error, a program's output) made safe to write to a terminal or a log. Valid UTF-8 and
  * tab stay byte for byte; a newline becomes the two characters \n, a carriage return \r;
- * every other C0 control, DEL, a C1 control (U+0080..U+009F) and each byte that is not
- * part of valid UTF-8 becomes \xNN (lower-case hex). A backslash stays as it is: the
- * result is for reading, not for decoding back.
+ * every other C0 control, DEL, a C1 control (U+0080..U+009F, each of its two bytes) and
+ * each byte that is not part of valid UTF-8 becomes \xNN (lower-case hex); an invisible
+ * or reordering format character (U+200B–U+200F, U+202A–U+202E, U+2060–U+2064,
+ * U+2066–U+2069, U+FEFF) becomes <U+XXXX>. A backslash stays as it is: the result is
+ * for reading, not for decoding back.
  * pb_buf_put_visible appends s[0..n) (NUL bytes included) so rendered to b; false when
  * out of memory, b as it was. pb_visible returns the rendering of the string s as a new
  * NUL-terminated string the caller frees with free(); NULL when s is NULL or out of
  * memory. */
 bool pb_buf_put_visible(pb_buf *b, const char *s, size_t n);
 char *pb_visible(const char *s);
+/* The same text for a person deciding on it (a permission question, a tool's title):
+ * a newline becomes "⏎" (followed by a real line break only when multiline), tab \t,
+ * carriage return \r, ESC "␛", every other C0 control and DEL \xNN (upper-case hex),
+ * a C1 control or a format character <U+XXXX>, a byte that is not valid UTF-8 \xNN.
+ * Past max input bytes the text is cut at a character boundary and ends with
+ * "… [N more bytes]", so a cut is never silent. text NULL reads as "". Returns a new
+ * string the caller frees; NULL when out of memory. */
+char *pb_visible_prompt(const char *text, size_t max, bool multiline);
 
 /* ---- arrays (array.c) ----------------------------------------------------------------
  * Appends one zeroed element to the array *arrayp (a T **, passed as &s->v) of *n

@@ -84,11 +84,6 @@ bool ptl_needs_permission(const ptl_tool *t); /* write, edit, shell: true */
 /* Human title for the ACP tool_call ("Read src/main.c", "Run `make test`"). Never NULL
  * unless out of memory; falls back to the tool name on bad input. Caller frees. */
 char *ptl_title(const ptl_tool *t, const char *input_json);
-/* text made exactly visible for a person deciding on it (visible.c): newline "⏎" (plus a
- * line break when multiline), tab "\t", ESC "␛", other controls "\xNN", bidi and
- * invisible format characters "<U+XXXX>", invalid UTF-8 "\xNN"; past max input bytes cut
- * with "… [N more bytes]". malloc'd; NULL when out of memory. */
-char *ptl_visible(const char *text, size_t max, bool multiline);
 
 /* The editor's view of files (ACP fs/read_text_file, fs/write_text_file).
  * Paths given are canonical and already confined. Each returns 0 on success, 1 when the

@@ -41,7 +41,7 @@ static void show(const pag_project_config *pc) {
     char *sv = servers ? pj_dumps(servers, flags) : NULL;
     char *al = allow ? pj_dumps(allow, flags) : NULL;
     char *hk = hooks ? pj_dumps(hooks, flags) : NULL;
-    char *where = ptl_visible(pc->real_path, 4096, false);
+    char *where = pb_visible_prompt(pc->real_path, 4096, false);
     printf("Project: %s\nContent SHA-256: %s\n\n", where ? where : "(out of memory)", pc->digest);
     free(where);
     printf("MCP servers it would start on this machine (outside the sandbox, as you):\n%s\n\n",
@@ -148,7 +148,7 @@ int peri_cmd_trust(int argc, char **argv) {
         return 1;
     }
     /* the path as printed: a directory name may hold control characters too */
-    char *shown = ptl_visible(real, 4096, false);
+    char *shown = pb_visible_prompt(real, 4096, false);
     if (!shown) {
         fprintf(stderr, "peri trust: out of memory\n");
         return 1;

@@ -275,7 +275,7 @@ static char *port_tool_title(void *ctx, const char *name, const char *args) {
 }
 
 /* Titles of the host's and the middlewares' tools; the model's text in them made
- * visible (ptl_visible), as in the builtin tools' titles. */
+ * visible (pb_visible_prompt), as in the builtin tools' titles. */
 char *pct__tool_title(const char *name, const char *args) {
     const ptl_tool *t = ptl_find(name);
     if (t) return ptl_title(t, args);
@@ -287,17 +287,17 @@ char *pct__tool_title(const char *name, const char *args) {
     const char *prompt = pj_string_value(pj_object_get(a, "prompt"));
     char *out = NULL, *v1 = NULL, *v2 = NULL;
     if (!strcmp(name, "task")) {
-        v1 = ptl_visible(d ? d : "task", 150, false);
+        v1 = pb_visible_prompt(d ? d : "task", 150, false);
         if (v1 && asprintf(&out, "Subagent: %s", v1) < 0) out = NULL;
     } else if (!strcmp(name, "skill")) {
-        v1 = ptl_visible(n ? n : "", 150, false);
+        v1 = pb_visible_prompt(n ? n : "", 150, false);
         if (v1 && asprintf(&out, "Load skill %s", v1) < 0) out = NULL;
     } else if (!strcmp(name, "todo")) {
         out = strdup("Update plan");
     } else if (!strcmp(name, "cron_create")) {
         /* the permission prompt says when and what will run, unattended */
-        v1 = ptl_visible(sched ? sched : "", 200, false);
-        v2 = ptl_visible(prompt ? prompt : "", 4000, false);
+        v1 = pb_visible_prompt(sched ? sched : "", 200, false);
+        v2 = pb_visible_prompt(prompt ? prompt : "", 4000, false);
         if (v1 && v2 && asprintf(&out, "Schedule `%s`: run the prompt \"%s\"", v1, v2) < 0)
             out = NULL;
     }

@@ -50,7 +50,7 @@ static char *describe(const pag_project_config *pc) {
                       "\"unsandboxed\"):\n%s\n\n"
                       "Trust it only if you know where this project comes from. Any change to "
                       "these entries asks again.";
-    char *where = ptl_visible(pc->real_path, 4096, false); /* a path may hold controls too */
+    char *where = pb_visible_prompt(pc->real_path, 4096, false); /* a path may hold controls too */
     size_t n = strlen(fmt) + (where ? strlen(where) : 0) + 16 + (sv ? strlen(sv) : 6) +
                (al ? strlen(al) : 6) + (hk ? strlen(hk) : 6) + 1;
     char *out = where ? malloc(n) : NULL;
@@ -98,7 +98,7 @@ static bool ask(pct_sess *s, uint64_t turn, const pag_project_config *pc) {
     pj_decref(meta);
     char id[40], title[300];
     snprintf(id, sizeof id, "peri-trust-%.16s", pc->digest);
-    char *where = ptl_visible(pc->real_path, 160, false);
+    char *where = pb_visible_prompt(pc->real_path, 160, false);
     snprintf(title, sizeof title, "Trust the configuration of project %s?",
              where ? where : "(out of memory)");
     free(where);

@@ -330,7 +330,7 @@ char *ptl__run_title(pj_t *in) {
     const char *wasm = pj_string_value(pj_object_get(in, "wasm"));
     char *out = NULL;
     const char *what = ruby || python ? (ruby ? ruby : python) : wasm;
-    char *v = what ? ptl_visible(what, RUN_TITLE_MAX, false) : NULL;
+    char *v = what ? pb_visible_prompt(what, RUN_TITLE_MAX, false) : NULL;
     if (!v) return NULL;
     if (ruby || python) {
         if (asprintf(&out, "Run %s `%s`", ruby ? "Ruby" : "Python", v) < 0) out = NULL;

@@ -134,7 +134,7 @@ char *ptl_title(const ptl_tool *t, const char *input_json) {
         verb = "Search for", arg = pj_string_value(pj_object_get(in, "pattern"));
     /* every model-supplied text in a title is made visible: a control character cannot
      * rewrite or hide what the user reads in a permission prompt */
-    char *varg = arg ? ptl_visible(arg, 4096, false) : NULL; /* a path whole (PATH_MAX) */
+    char *varg = arg ? pb_visible_prompt(arg, 4096, false) : NULL; /* a path whole (PATH_MAX) */
     arg = varg; /* out of memory: the title is the tool's name */
     if (strcmp(t->name, "run") == 0) {
         out = ptl__run_title(in);
@@ -143,7 +143,7 @@ char *ptl_title(const ptl_tool *t, const char *input_json) {
         if (cmd) {
             /* one line, every character visible (a newline cannot hide a second command
              * behind the first one's comment); long commands cut with a marker */
-            char *v = ptl_visible(cmd, 200, false);
+            char *v = pb_visible_prompt(cmd, 200, false);
             if (v && asprintf(&out, "Run `%s`", v) < 0) out = NULL;
             free(v);
         }

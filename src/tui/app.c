@@ -318,7 +318,7 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
     if (a->ask_id) {
         const char *m = pj_string_value(pj_object_get(a->ask, "message"));
         pt_lines_push(ls);
-        char *vm = ptl_visible(m ? m : "", 2000, true);
+        char *vm = pb_visible_prompt(m ? m : "", 2000, true);
         snprintf(buf, sizeof buf, "Question: %s", vm ? vm : "");
         free(vm);
         add_line(ls, buf, PT_BOLD | PT_FG(PT_CYAN), w, u, "? ", "  ");
@@ -329,7 +329,7 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
         const char *title = pj_string_value(pj_object_get(tc, "title"));
         const char *kind = pj_string_value(pj_object_get(tc, "kind"));
         pt_lines_push(ls);
-        char *vt = ptl_visible(title ? title : "tool", 300, false);
+        char *vt = pb_visible_prompt(title ? title : "tool", 300, false);
         snprintf(buf, sizeof buf, "Permission: %s (%s)", vt ? vt : "tool", kind ? kind : "other");
         free(vt);
         add_line(ls, buf, PT_BOLD | PT_FG(PT_YELLOW), w, u, u ? "\xE2\x9A\xA0 " : "! ", "  ");
@@ -346,7 +346,7 @@ static void extra_lines(pt_app *a, pt_lines *ls) {
         if (cmd) {
             /* the exact text that will run: controls made visible, one screen line per
              * line of the command, long commands cut with a marker */
-            char *v = ptl_visible(cmd, 4000, true);
+            char *v = pb_visible_prompt(cmd, 4000, true);
             for (char *line = v, *nl; line && *line; line = nl ? nl + 1 : NULL) {
                 nl = strchr(line, '\n');
                 if (nl) *nl = '\0';

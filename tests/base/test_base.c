@@ -251,6 +251,13 @@ static void visible_text_shows_controls_keeps_utf8(void **st) {
         {"中文：隔离运行失败", "中文：隔离运行失败"}, /* valid UTF-8 byte for byte */
         {"nbsp\xc2\xa0 é € 😀 \xf4\x8f\xbf\xbf", "nbsp\xc2\xa0 é € 😀 \xf4\x8f\xbf\xbf"},
         {"plain ASCII, a \\ backslash and ~", "plain ASCII, a \\ backslash and ~"},
+        /* format characters that would reorder or hide what is read (a right-to-left
+         * override flipping "exe.txt", a zero-width joiner, a byte order mark) */
+        {"a\xe2\x80\xaetxt.exe b\xe2\x80\x8d c\xef\xbb\xbf d\xe2\x81\xa6"
+         "e\xe2\x80\x8b",
+         "a<U+202E>txt.exe b<U+200D> c<U+FEFF> d<U+2066>e<U+200B>"},
+        {"\xe2\x80\x8a \xe2\x80\x90 \xe2\x81\xa5",
+         "\xe2\x80\x8a \xe2\x80\x90 \xe2\x81\xa5"}, /* neighbours stay */
         {"", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -270,6 +277,39 @@ static void visible_text_shows_controls_keeps_utf8(void **st) {
     assert_string_equal(b.p, "x=a\\x00b\\n");
     assert_int_equal(b.len, strlen("x=a\\x00b\\n"));
     pb_buf_free(&b);
+}
+
+/* Text for a person deciding on it (pb_visible_prompt): every control and format
+ * character shown, newlines marked, a cut at a character boundary and announced. */
+static void visible_prompt_marks_and_cuts(void **st) {
+    (void)st;
+    static const struct {
+        const char *in;
+        size_t max;
+        bool multiline;
+        const char *want;
+    } cases[] = {
+        {"a\nb\x01\xff\xc2\x85z", 100, true, "a⏎\nb\\x01\\xFF<U+0085>z"},
+        {"a\nb", 100, false, "a⏎b"},
+        {"\x1b[2J\t\r\x7f", 100, false, "␛[2J\\t\\r\\x7F"},
+        {"rm -rf /\xe2\x80\xae#/ \xef\xbb\xbf", 100, false, "rm -rf /<U+202E>#/ <U+FEFF>"},
+        {"中文：隔离运行失败", 100, false, "中文：隔离运行失败"},
+        {"abcdef", 3, false, "abc… [3 more bytes]"},
+        {"ab中", 4, false, "ab… [3 more bytes]"}, /* never half a character */
+        {"ab中", 5, false, "ab中"},
+        {"\xe4\xb8", 100, false, "\\xE4\\xB8"},
+        {"", 10, false, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *v = pb_visible_prompt(cases[i].in, cases[i].max, cases[i].multiline);
+        assert_non_null(v);
+        assert_string_equal(v, cases[i].want);
+        free(v);
+    }
+    char *v = pb_visible_prompt(NULL, 10, false);
+    assert_non_null(v);
+    assert_string_equal(v, "");
+    free(v);
 }
 
 /* pb_log_to_file: one message, one line; what a server put in it is shown, not sent. */
@@ -498,6 +538,7 @@ int main(void) {
         cmocka_unit_test(iso_time_is_utc_with_milliseconds),
         cmocka_unit_test(log_hook_delivers_and_drops),
         cmocka_unit_test(visible_text_shows_controls_keeps_utf8),
+        cmocka_unit_test(visible_prompt_marks_and_cuts),
         cmocka_unit_test(log_to_file_makes_controls_visible),
         cmocka_unit_test(rpc_rules_differ_only_where_declared),
         cmocka_unit_test(rpc_scalar_is_invalid_request),

@@ -163,9 +163,6 @@ static void test_registry(void **state) {
     t = ptl_title(ptl_find("shell"), big);
     assert_non_null(strstr(t, "… [200 more bytes]`"));
     free(t);
-    char *v = ptl_visible("a\nb\x01\xff\xc2\x85z", 100, true);
-    assert_string_equal(v, "a⏎\nb\\x01\\xFF<U+0085>z");
-    free(v);
     t = ptl_title(ptl_find("grep"), "{\"pattern\":\"TODO\"}");
     assert_string_equal(t, "Search for TODO");
     free(t);
