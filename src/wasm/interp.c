@@ -229,6 +229,51 @@ pw_trap_code pw__interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const u
     return op_xop(s, inst, fp, pc);
 }
 
+/* The same instructions as the interpreter's handlers below, operand for operand (S and
+ * IMM as there): the JIT calls this one function for all of them. */
+pw_trap_code pw__interp_bulk(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc,
+                             uint32_t op) {
+#define B(i) fp[pc[i]]
+    const atomic_int *intr = &s->interrupt;
+    switch (op) {
+    case PW_OP_MEMORY_FILL: return op_memory_fill(inst->mem0, B(1).u32, B(2).u32, B(3).u32, intr);
+    case PW_OP_MEMORY_COPY: return op_memory_copy(inst->mem0, B(1).u32, B(2).u32, B(3).u32, intr);
+    case PW_OP_MEMORY_INIT: return op_memory_init(inst, pc[1], B(2).u32, B(3).u32, B(4).u32);
+    case PW_OP_DATA_DROP: inst->data_dropped[pc[1]] = 1; return PW_TRAP_NONE;
+    case PW_OP_TABLE_GET: {
+        pw_table *t = inst->tables[pc[2]];
+        if (B(3).u32 >= t->size) return PW_TRAP_TABLE_OOB;
+        B(1).ref = t->elems[B(3).u32];
+        return PW_TRAP_NONE;
+    }
+    case PW_OP_TABLE_SET: {
+        pw_table *t = inst->tables[pc[1]];
+        if (B(2).u32 >= t->size) return PW_TRAP_TABLE_OOB;
+        t->elems[B(2).u32] = B(3).ref;
+        return PW_TRAP_NONE;
+    }
+    case PW_OP_TABLE_SIZE: B(1).u32 = inst->tables[pc[2]]->size; return PW_TRAP_NONE;
+    case PW_OP_TABLE_GROW: {
+        int64_t r = pw__table_grow(inst->tables[pc[2]], B(4).u32, B(3).ref);
+        if (r == PW_GROW_OVER_CAP) {
+            if (s->cfg.cap_is_fatal) return PW_TRAP_COUNT_;
+            r = -1;
+        }
+        B(1).i32 = (int32_t)r;
+        return PW_TRAP_NONE;
+    }
+    case PW_OP_TABLE_FILL: return op_table_fill(inst->tables[pc[1]], B(2).u32, B(3).ref, B(4).u32);
+    case PW_OP_TABLE_COPY:
+        return op_table_copy(inst->tables[pc[1]], inst->tables[pc[2]], B(3).u32, B(4).u32,
+                             B(5).u32);
+    case PW_OP_TABLE_INIT:
+        return op_table_init(inst, inst->tables[pc[1]], pc[2], B(3).u32, B(4).u32, B(5).u32);
+    case PW_OP_ELEM_DROP: inst->elem_len[pc[1]] = 0; return PW_TRAP_NONE;
+    default: return PW_TRAP_UNREACHABLE; /* the JIT passes only the ones above */
+    }
+#undef B
+}
+
 /* ---------------------------------------------------------------- host calls */
 
 pw_status pw__call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp) {

@@ -423,6 +423,12 @@ const int32_t *pw__interp_handlers(void);
  * fp; returns its trap code (PW_TRAP_NONE: done; PW_TRAP_COUNT_: memory.grow hit a
  * fatal memory cap). */
 pw_trap_code pw__interp_xop(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc);
+/* For the JIT: runs the bulk memory instruction of memory 0 or the table instruction
+ * (memory.fill/copy/init, data.drop, table.get/set/size/grow/fill/copy/init,
+ * elem.drop) whose internal opcode is op at pc on frame fp, exactly as the interpreter
+ * does; returns its trap code (PW_TRAP_COUNT_: table.grow hit a fatal cap). */
+pw_trap_code pw__interp_bulk(pw_store *s, pw_instance *inst, pw_slot *fp, const uint32_t *pc,
+                             uint32_t op);
 /* Host call made by the interpreter (args at argp, results replace them). */
 pw_status pw__call_host(pw_store *s, pw_instance *caller, pw_func *f, pw_slot *argp);
 

@@ -2293,8 +2293,8 @@ static void test_call_frames(void **state) {
  * another instance) must keep the registers it did not save, which hold its callers'
  * pins. $live keeps nine i32/i64/f64 values across: $wide, which churns nine values of
  * its own (every pin register); $viahost, which calls a host function; $viafb, whose
- * own pins live across calls of a function without JIT code ($fb: table.size falls
- * back) and through call_indirect to a function of another instance (the slow
+ * own pins live across calls of a function without JIT code ($fb: GC instructions
+ * fall back) and through call_indirect to a function of another instance (the slow
  * paths); call_indirect of $wide; and the host function called directly. $trapper
  * does the same with a callee that traps on 7; a later call must be unaffected. Every
  * loop is also bounded by a global (memory, not a register), so a corrupted counter
@@ -2322,7 +2322,7 @@ static const char PINS_WAT[] =
     "   (i32.add (local.get $f) (i32.wrap_i64 (i64.xor (local.get $d)\n"
     "    (i64.reinterpret_f64 (f64.add (local.get $x) (local.get $y)))))))))\n"
     " (func $viahost (type $t) (i32.add (call $h (local.get 0)) (i32.const 1)))\n"
-    " (func $fb (type $t) (i32.add (local.get 0) (table.size 0)))\n"
+    " (func $fb (type $t) (i32.add (local.get 0) (i31.get_s (ref.i31 (i32.const 2)))))\n"
     " (func $viafb (type $t) (local $k i32) (local $s i32) (local $u i32)\n"
     "  (local.set $k (i32.const 3))\n"
     "  (loop $l (local.set $s (i32.add (local.get $s) (call $fb (local.get 0))))\n"
@@ -2860,6 +2860,146 @@ static void tiers_agree_i32(const char *wat, const char *const *names, size_t nf
     free(mod);
 }
 
+/* Bulk memory and table instructions (docs/jit.md "Per-function fallback"): a call of
+ * the interpreter's own code for each, so functions using them are translated. Each
+ * loop keeps hot locals in pin registers across the calls; results, traps and the
+ * fatal cap of table.grow against the interpreter, in every tier. */
+static const char BULK_WAT[] =
+    "(module (type $ti (func (param i32) (result i32)))\n"
+    " (memory 1) (data $d \"abcdefghijklmnop\")\n"
+    " (table $t 4 16 funcref) (table $u 4 funcref) (table $big 1 funcref)\n"
+    " (elem $e func $f1 $f2 $f3) (elem declare func $f1)\n"
+    " (func $f1 (type $ti) (i32.add (local.get 0) (i32.const 1)))\n"
+    " (func $f2 (type $ti) (i32.mul (local.get 0) (i32.const 3)))\n"
+    " (func $f3 (type $ti) (i32.sub (local.get 0) (i32.const 7)))\n"
+    " (func (export \"mem\") (param $n i32) (result i32)\n"
+    "  (local $i i32) (local $s i32) (local $a i32) (local $b i32)\n"
+    "  (local.set $a (i32.const 3)) (local.set $b (i32.const 5))\n"
+    "  (loop $l\n"
+    "   (memory.fill (i32.and (i32.mul (local.get $i) (i32.const 37)) (i32.const 4095))\n"
+    "    (i32.add (local.get $i) (local.get $a)) (i32.const 13))\n"
+    "   (memory.copy (i32.const 4096) (i32.and (i32.mul (local.get $i) (i32.const 11))\n"
+    "    (i32.const 4095)) (i32.const 40))\n"
+    "   (memory.init $d (i32.add (i32.const 5000) (local.get $i))\n"
+    "    (i32.and (local.get $i) (i32.const 7)) (i32.const 8))\n"
+    "   (local.set $s (i32.add (i32.rotl (local.get $s) (i32.const 5))\n"
+    "    (i32.xor (i32.load (i32.const 4096)) (i32.load offset=5000 (local.get $i)))))\n"
+    "   (local.set $a (i32.add (local.get $a) (local.get $b)))\n"
+    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "   (br_if $l (i32.lt_u (local.get $i) (local.get $n))))\n"
+    "  (i32.add (local.get $s) (local.get $a)))\n"
+    " (func (export \"tab\") (param $n i32) (result i32) (local $i i32) (local $s i32)\n"
+    "  (local $k i32)\n"
+    "  (local.set $k (i32.const 1))\n"
+    "  (table.init $t $e (i32.const 0) (i32.const 0) (i32.const 3))\n"
+    "  (loop $l\n"
+    "   (table.set $t (i32.const 3) (table.get $t (i32.rem_u (local.get $i) (i32.const 3))))\n"
+    "   (local.set $s (i32.add (local.get $s)\n"
+    "    (call_indirect $t (type $ti) (local.get $i) (i32.const 3))))\n"
+    "   (table.copy $u $t (i32.const 0) (i32.const 1) (i32.const 3))\n"
+    "   (local.set $s (i32.xor (local.get $s)\n"
+    "    (call_indirect $u (type $ti) (local.get $k) (i32.const 2))))\n"
+    "   (table.fill $u (i32.const 1) (ref.func $f1) (i32.const 2))\n"
+    "   (local.set $s (i32.add (local.get $s)\n"
+    "    (call_indirect $u (type $ti) (local.get $k) (i32.const 2))))\n"
+    "   (local.set $k (i32.add (local.get $k) (table.size $t)))\n"
+    "   (local.set $i (i32.add (local.get $i) (i32.const 1)))\n"
+    "   (br_if $l (i32.lt_u (local.get $i) (local.get $n))))\n"
+    "  (i32.add (local.get $s) (local.get $k)))\n"
+    " (func (export \"grow\") (param $n i32) (result i32)\n"
+    "  (i32.add (table.grow $t (ref.null func) (local.get $n))\n"
+    "   (i32.mul (table.size $t) (i32.const 100))))\n"
+    " (func (export \"biggrow\") (param $n i32) (result i32)\n"
+    "  (table.grow $big (ref.null func) (local.get $n)))\n"
+    " (func (export \"drop\") (param $n i32) (result i32)\n"
+    "  (elem.drop $e) (data.drop $d) (local.get $n))\n"
+    " (func (export \"fill\") (param $n i32) (result i32)\n"
+    "  (memory.fill (local.get $n) (i32.const 1) (i32.const 100)) (i32.const 0))\n"
+    " (func (export \"copy\") (param $n i32) (result i32)\n"
+    "  (memory.copy (i32.const 0) (local.get $n) (i32.const 100)) (i32.const 0))\n"
+    " (func (export \"init\") (param $n i32) (result i32)\n"
+    "  (memory.init $d (i32.const 0) (i32.const 0) (local.get $n)) (i32.const 0))\n"
+    " (func (export \"tinit\") (param $n i32) (result i32)\n"
+    "  (table.init $u $e (i32.const 0) (i32.const 0) (local.get $n)) (i32.const 0))\n"
+    " (func (export \"tget\") (param $n i32) (result i32)\n"
+    "  (ref.is_null (table.get $t (local.get $n))))\n"
+    " (func (export \"tset\") (param $n i32) (result i32)\n"
+    "  (table.set $u (local.get $n) (ref.null func)) (i32.const 0))\n"
+    " (func (export \"tfill\") (param $n i32) (result i32)\n"
+    "  (table.fill $u (local.get $n) (ref.null func) (i32.const 2)) (i32.const 0))\n"
+    " (func (export \"tcopy\") (param $n i32) (result i32)\n"
+    "  (table.copy $t $u (local.get $n) (i32.const 0) (i32.const 2)) (i32.const 0)))\n";
+
+static void test_bulk_and_tables(void **state) {
+    (void)state;
+    static const char *const names[] = {"mem", "tab", "grow"};
+    static const int32_t args[] = {1, 2, 7, 3000};
+    tiers_agree_i32(BULK_WAT, names, 3, args, 4, (pw_store_config){0}, NULL);
+    /* traps: the interpreter's code and message in every tier, from translated code */
+    static const struct {
+        const char *name;
+        int32_t arg;
+        pw_trap_code trap; /* PW_TRAP_NONE: returns */
+    } calls[] = {
+        {"fill", 65436, PW_TRAP_NONE},   {"fill", 65437, PW_TRAP_MEM_OOB},
+        {"copy", 65436, PW_TRAP_NONE},   {"copy", 65437, PW_TRAP_MEM_OOB},
+        {"init", 16, PW_TRAP_NONE},      {"init", 17, PW_TRAP_MEM_OOB},
+        {"tinit", 3, PW_TRAP_NONE},      {"tinit", 4, PW_TRAP_TABLE_OOB},
+        {"tget", 3, PW_TRAP_NONE},       {"tget", 4, PW_TRAP_TABLE_OOB},
+        {"tset", 3, PW_TRAP_NONE},       {"tset", -1, PW_TRAP_TABLE_OOB},
+        {"tfill", 2, PW_TRAP_NONE},      {"tfill", 3, PW_TRAP_TABLE_OOB},
+        {"tcopy", 2, PW_TRAP_NONE},      {"tcopy", 3, PW_TRAP_TABLE_OOB},
+        {"drop", 0, PW_TRAP_NONE},       {"init", 0, PW_TRAP_NONE},
+        {"init", 1, PW_TRAP_MEM_OOB},    {"tinit", 0, PW_TRAP_NONE},
+        {"tinit", 1, PW_TRAP_TABLE_OOB},
+    };
+    size_t n = 0;
+    uint8_t *mod = wat_module(BULK_WAT, &n);
+    pw_error err;
+    for (size_t mi = 0; mi < sizeof tiers / sizeof tiers[0]; mi++) {
+        for (int fatal = 0; fatal < 2; fatal++) {
+            pw_store_config cfg = {.engine = tiers[mi].engine,
+                                   .bounds_checks = tiers[mi].bounds,
+                                   .memory_cap = 1u << 20,
+                                   .cap_is_fatal = fatal};
+            rig r;
+            rig_open_cfg(&r, &cfg, mod, n);
+            for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++) {
+                int32_t res = -5;
+                pw_status st = call1(&r, calls[k].name, calls[k].arg, &res, &err);
+                if (calls[k].trap == PW_TRAP_NONE) {
+                    if (st != PW_OK)
+                        fail_msg("tier %zu %s(%d): %s", mi, calls[k].name, calls[k].arg,
+                                 err.message);
+                    continue;
+                }
+                assert_int_equal(st, PW_ERR_TRAP);
+                assert_int_equal(err.trap, calls[k].trap);
+                assert_string_equal(err.message, pw_trap_message(calls[k].trap, PW_MSG_SPEC));
+            }
+            /* table.grow past the store's cap: -1, or the run ends for want of memory */
+            int32_t res = 0;
+            assert_int_equal(call1(&r, "biggrow", 100, &res, &err), PW_OK);
+            assert_int_equal(res, 1);
+            pw_status st = call1(&r, "biggrow", 1000000, &res, &err);
+            if (fatal) {
+                assert_int_equal(st, PW_ERR_OOM);
+            } else {
+                assert_int_equal(st, PW_OK);
+                assert_int_equal(res, -1);
+            }
+            if (PW_JIT_AVAILABLE && mi > 0) {
+                static const char *const all[] = {"fill", "copy",  "init",  "tinit", "tget",
+                                                  "tset", "tfill", "tcopy", "drop",  "biggrow"};
+                for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+                    assert_int_equal(pw__jit_state(fn(&r, all[k])), 1);
+            }
+            rig_close(&r);
+        }
+    }
+    free(mod);
+}
+
 static void test_forwarded_operands(void **state) {
     (void)state;
     static const char *const names[] = {"fw"};
@@ -2876,7 +3016,7 @@ static void test_forwarded_operands(void **state) {
  * wrap whose register keeps the upper half (an i32 result read as an address or
  * zero-extended must not see it). Results that are not in rax must not be taken from
  * it: an f64, two results. And rax must hold the result on every path: the helper
- * paths of a direct call (a callee without JIT code: table.size falls back) and of
+ * paths of a direct call (a callee without JIT code: i31 instructions fall back) and of
  * call_indirect (a subtype, which only the helper accepts), and the direct paths. */
 static const char CR_WAT[] =
     "(module (type $ti (sub (func (param i32) (result i32))))\n"
@@ -2898,7 +3038,7 @@ static const char CR_WAT[] =
     " (func $two (param i32) (result i32 i32) (i32.add (local.get 0) (i32.const 9))\n"
     "  (i32.xor (local.get 0) (i32.const 0x55)))\n"
     " (func $sub (type $ts) (i32.sub (i32.const 1000) (local.get 0)))\n"
-    " (func $fb (type $ti) (i32.add (local.get 0) (table.size 0)))\n"
+    " (func $fb (type $ti) (i32.add (local.get 0) (i31.get_s (ref.i31 (i32.const 4)))))\n"
     " (func $deep (type $ti) (if (result i32) (i32.eqz (local.get 0)) (then (i32.const 1))\n"
     "  (else (i32.add (call $deep (i32.sub (local.get 0) (i32.const 1))) (local.get 0)))))\n"
     " (func $heavy (type $ti) (local $k i32) (local $a i32) (local $b i32) (local $c i32)\n"
@@ -3361,6 +3501,7 @@ int main(void) {
         cmocka_unit_test(test_pins_across_calls),
         cmocka_unit_test(test_dead_stores),
         cmocka_unit_test(test_forwarded_operands),
+        cmocka_unit_test(test_bulk_and_tables),
         cmocka_unit_test(test_call_results),
         cmocka_unit_test(test_division_by_constant),
         cmocka_unit_test(test_lea_adds),

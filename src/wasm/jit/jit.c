@@ -131,6 +131,7 @@ enum {
     G_CALLIND, /* jit_call_indirect */
     G_CALLREF, /* jit_call_ref */
     G_GROW,    /* jit_memory_grow */
+    G_BULK,    /* pw__interp_bulk */
     G_COUNT,
     G_FN0 = 16 /* slot of defined function 0's entry */
 };
@@ -2895,6 +2896,50 @@ static void xop(jc *c, uint32_t pos, uint32_t *len) {
     call_end(c, 0);
 }
 
+/* Memory 0's bulk instructions and the table instructions: a call of the interpreter's
+ * own code for the one instruction (pw__interp_bulk), operands and results in the
+ * frame, as for XOP. None of them changes memory 0's base or size, so the memory
+ * registers need no reload. memory.copy and memory.fill of a few bytes would be
+ * faster inline; a call keeps the function in machine code, where before the whole
+ * function stayed on the interpreter. */
+static bool bulk(jc *c, uint32_t pos, int op, uint32_t *len) {
+    static const uint8_t words[PW_OP_COUNT_] = {
+        [PW_OP_MEMORY_FILL] = 4, [PW_OP_MEMORY_COPY] = 4, [PW_OP_MEMORY_INIT] = 5,
+        [PW_OP_DATA_DROP] = 2,   [PW_OP_TABLE_GET] = 4,   [PW_OP_TABLE_SET] = 4,
+        [PW_OP_TABLE_SIZE] = 3,  [PW_OP_TABLE_GROW] = 5,  [PW_OP_TABLE_FILL] = 5,
+        [PW_OP_TABLE_COPY] = 6,  [PW_OP_TABLE_INIT] = 6,  [PW_OP_ELEM_DROP] = 2,
+    };
+    if (!words[op]) return false;
+    pw_x64 *x = &c->x;
+    *len = words[op];
+    if (pos + (uint64_t)words[op] > c->n ||
+        ((op == PW_OP_MEMORY_FILL || op == PW_OP_MEMORY_COPY || op == PW_OP_MEMORY_INIT) &&
+         c->m->nmems == 0)) {
+        c->fail = true;
+        return true;
+    }
+    call_begin(c);
+    pw__x64_mov_rr(x, true, X_RDI, X_R15);
+    pw__x64_mov_rr(x, true, X_RSI, X_R14);
+    pw__x64_mov_rr(x, true, X_RDX, X_RBX);
+    code_addr(c, X_RCX, pos);
+    pw__x64_mov_ri32(x, X_R8, (uint32_t)op);
+    call_got(c, G_BULK);
+    pw__x64_test_rr(x, false, X_RAX, X_RAX);
+    if (op == PW_OP_TABLE_GROW) { /* PW_TRAP_COUNT_: the store's cap with cap_is_fatal */
+        size_t ok = pw__x64_jcc32(x, X_CC_E);
+        pw__x64_alu_ri(x, X_CMP, false, X_RAX, PW_TRAP_COUNT_);
+        jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
+        pw__x64_mov_ri32(x, X_RAX, PW_ERR_OOM);
+        jmp_to(c, special(c, LAB_EXIT));
+        pw__x64_patch32(x, ok, (int32_t)(x->len - (ok + 4)));
+    } else {
+        jcc_to(c, X_CC_NE, special(c, LAB_TRAPC)); /* eax = the trap code */
+    }
+    call_end(c, 0);
+    return true;
+}
+
 /* Helpers called by JIT code. */
 static pw_status jit_call_indirect(pw_store *s, pw_instance *inst, const uint32_t *pc, pw_slot *fp,
                                    const jitcode *jv, const pw_cfunc *funcs);
@@ -3896,7 +3941,7 @@ static void translate(jc *c, uint32_t pos, int op, uint32_t *len) {
     if (t_control(c, pos, op, len) || t_moves(c, pos, op, len) || t_int(c, pos, op, len) ||
         t_float(c, pos, op, len))
         return;
-    if (ftrunc(c, pos, op, len)) return;
+    if (ftrunc(c, pos, op, len) || bulk(c, pos, op, len)) return;
     if (fop_helper[op]) {
         fophelper(c, pos, op, len);
         return;
@@ -4771,6 +4816,7 @@ static void write_got(void *p, const pw_module *m, const jitcode *jv) {
         [G_CALLIND] = (const void *)jit_call_indirect,
         [G_CALLREF] = (const void *)jit_call_ref,
         [G_GROW] = (const void *)jit_memory_grow,
+        [G_BULK] = (const void *)pw__interp_bulk,
     };
     memcpy(p, got, sizeof got);
 }
