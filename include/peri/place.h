@@ -453,6 +453,10 @@ typedef struct pl_report {
      * longer be promoted (no_promotion says why). */
     pr_cap_log caps;
     char no_promotion[200]; /* "" unless a committed dispatch ruled promotion out */
+    /* Why L1 wanted the native sandbox (a native reason, or wasm_runtime_unavailable
+     * when the room has no runtime for the kind); PL_REASON_QUALIFIED_RUNTIME when it
+     * did not. Set whenever decisions[0] is. */
+    pl_reason native_reason;
 } pl_report;
 
 /* Decides, runs (with at most one L2 promotion) and fills *out. Returns false only on

@@ -258,7 +258,7 @@ static pl_reason native_reason(pl_ctx *pc, const pl_request *r, bool *wasm_missi
 }
 
 bool pl__decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const char *raw,
-                   size_t raw_len, pl_decision *out, pl_error *err) {
+                   size_t raw_len, pl_decision *out, pl_reason *native_why, pl_error *err) {
     pl_policy none = {0};
     if (!pol) pol = &none;
     memset(out, 0, sizeof *out);
@@ -266,6 +266,10 @@ bool pl__decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const 
     out->state_class = r->state_class;
     bool wasm_missing;
     pl_reason why = native_reason(pc, r, &wasm_missing);
+    if (native_why)
+        *native_why = why            ? why
+                      : wasm_missing ? PL_REASON_WASM_UNAVAILABLE
+                                     : PL_REASON_QUALIFIED_RUNTIME;
     /* Native availability is probed only when native could be chosen (the probe is a
      * real sandbox run, once per context). */
     bool sandbox_ok = false, native_ok = false;
@@ -303,7 +307,7 @@ bool pl_decide(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_decisio
     char *owned;
     const char *raw = pl__request_raw(r, &n, &owned);
     if (!raw) return pl__fail(err, PL_ERR_HOST, "out of memory");
-    bool ok = pl__decide_l1(pc, r, pol, raw, n, out, err);
+    bool ok = pl__decide_l1(pc, r, pol, raw, n, out, NULL, err);
     free(owned);
     return ok;
 }

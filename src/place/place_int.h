@@ -73,9 +73,10 @@ const char *pl__request_raw(const pl_request *r, size_t *len, char **owned);
 /* Guest path check: absolute, UTF-8, no "..", no empty name, <= 4096 bytes. */
 bool pl__guest_path_ok(const char *p);
 
-/* L1 (decide.c). */
+/* L1 (decide.c). *native_why (may be NULL): why native was wanted (pl_report's
+ * native_reason), also when native was unavailable. */
 bool pl__decide_l1(pl_ctx *pc, const pl_request *r, const pl_policy *pol, const char *raw,
-                   size_t raw_len, pl_decision *out, pl_error *err);
+                   size_t raw_len, pl_decision *out, pl_reason *native_why, pl_error *err);
 /* Static scan of a module's import section: 1 all imports qualified, 0 some import
  * outside the room profile, -1 not analysable (not a module / malformed). */
 int pl__wasm_scan_imports(const uint8_t *b, size_t n);

@@ -167,7 +167,7 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
     pl_request dr;
     const char *raw = pl__request_raw(r, &raw_len, &owned);
     if (!raw) return pl__fail(err, PL_ERR_HOST, "out of memory");
-    bool ok = pl__decide_l1(pc, r, pol, raw, raw_len, &out->decisions[0], err);
+    bool ok = pl__decide_l1(pc, r, pol, raw, raw_len, &out->decisions[0], &out->native_reason, err);
     if (!ok) goto done;
     out->ndecisions = 1;
     const pl_decision *d = &out->decisions[0];
@@ -178,7 +178,7 @@ bool pl_run(pl_ctx *pc, const pl_request *r, const pl_policy *pol, pl_cancel *ca
         snprintf(msg, sizeof msg,
                  "native_unavailable: the request needs the native sandbox (%s), "
                  "which is unavailable: %s",
-                 pl_reason_name(d->reason), why);
+                 pl_reason_name(out->native_reason), why);
         ok = (pl__result_fail(&out->result, msg) && pl__result_finish(&out->result, d)) ||
              pl__fail(err, PL_ERR_HOST, "out of memory");
         goto done;

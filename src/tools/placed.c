@@ -121,11 +121,20 @@ static char *content_of(const char *shown, const char *lang, const char *output)
 }
 
 /* Runs rq through placement and fills r. shown/lang: what the content shows first. */
+/* native_asked: the user was asked for this run as a native one (the tool's permission
+ * check said so); otherwise the native sandbox is out of reach for it, whatever L1
+ * finds (a module whose imports the room lacks, no Python build), so a run the user
+ * was not asked about never leaves the room. */
 static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const char *shown,
-                                const char *lang, const char *source_pass, ptl_result *r) {
+                                const char *lang, const char *source_pass, bool native_asked,
+                                ptl_result *r) {
     const ptl_sandbox *sb = ctx->sandbox;
     pl_policy pol = {0};
     if (sb->policy) pol = *sb->policy;
+    if (!native_asked) {
+        pol.native = PL_NATIVE_NO;
+        pol.native_unsandboxed = false;
+    }
     if (source_pass) pol.source_pass = strcmp(source_pass, "off") ? source_pass : NULL;
     /* Room guests ask the session for HTTP under its own network policy. */
     ptl_fetch_cap fc = {.network = pol.network_allowed, .local = pol.host_network};
@@ -148,6 +157,16 @@ static ptl_status place_and_run(const ptl_ctx *ctx, const pl_request *rq, const 
         ptl_status st = ptl__error(r, "%s: %s", rq->kind == PL_PROGRAM_SHELL ? "shell" : "run",
                                    err.message[0] ? err.message : "placement failed");
         return st;
+    }
+    if (!native_asked && rep.ndecisions && !rep.decisions[0].selected) {
+        pl_reason why = rep.native_reason;
+        pl_report_clear(&rep);
+        return ptl__error(
+            r,
+            "run: this program needs the native sandbox (%s), and a native run needs the "
+            "user's permission: declare what it needs in \"requirements\" (e.g. \"posix\" "
+            "for a module whose imports are not WASI's) to ask for it",
+            pl_reason_name(why));
     }
     const pl_result *res = &rep.result;
     size_t limit = ctx->max_output ? ctx->max_output : PTL_DEFAULT_MAX_OUTPUT;
@@ -285,7 +304,7 @@ ptl_status ptl__shell_placed(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
     char run_id[PTL_RUN_ID_LEN];
     pl_request rq;
     ptl_shell_request(&rq, run_id, "shell", sb, ctx->cwd, cmd, timeout, 2048, 256);
-    return place_and_run(ctx, &rq, cmd, "sh", NULL, r);
+    return place_and_run(ctx, &rq, cmd, "sh", NULL, true, r);
 }
 
 /* ---------------------------------------------------------------- run */
@@ -442,7 +461,7 @@ ptl_status ptl__run(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
                        ruby     ? "ruby"
                        : python ? "python"
                                 : "",
-                       sps, r);
+                       sps, bits != 0, r);
 done:
     free(av);
     free(pf);

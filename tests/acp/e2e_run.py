@@ -13,7 +13,8 @@ Scenarios:
           with a warning on stderr per call.
   run     `run` of a WASI program and of a Ruby script returns the right output without
           asking permission (room); _meta says wasm_room; an endless loop ends at the
-          CPU limit with a clear tool error and the turn continues; declared
+          CPU limit with a clear tool error and the turn continues; a module whose
+          imports the room lacks, undeclared, is refused without a question; declared
           requirements go native and ask, a subagent's too (its request titled with
           the whole script, made visible).
   cancel  cancel during a long shell call and during long run calls (Ruby, WASI) ends the turn as
@@ -161,6 +162,22 @@ def s_run(E):
     check(fin[0]["status"] == "failed" and ("CPU 时间超过" in limit or "运行时间超过" in limit),
           "cpu limit error %r" % fin[0])
     check("the loop was stopped" in text_of(a.updates(sid, t0)), "turn did not continue")
+
+    # a module whose imports the room lacks (env.f) needs the native sandbox: undeclared,
+    # it never leaves the room (no question, nothing run), and the error says what to do
+    mod = (b"\0asm\1\0\0\0" + b"\x01\x04\x01\x60\x00\x00"  # type () -> ()
+           + b"\x02\x09\x01\x03env\x01f\x00\x00"  # import env.f
+           + b"\x03\x02\x01\x00" + b"\x07\x0a\x01\x06_start\x00\x01"
+           + b"\x0a\x06\x01\x04\x00\x10\x00\x0b")  # _start: call env.f
+    with open(os.path.join(E.cwd, "envf.wasm"), "wb") as f:
+        f.write(mod)
+    a.permission_answer = "allow_once"
+    r, fin, t0 = tool_turn(E, a, sid, [{"id": "ef", "name": "run", "arguments": {"wasm": "envf.wasm"}}])
+    check(r.get("result") == {"stopReason": "end_turn"}, "env.f turn %r" % r)
+    check(not perms_since(a, t0), "an undeclared native run asked (and would have run)")
+    ef = json.dumps(fin[0], ensure_ascii=False)
+    check(fin[0]["status"] == "failed" and "needs the native sandbox (no_qualified_wasm_runtime)" in ef
+          and "requirements" in ef and "native_sandbox" not in ef, "undeclared native run %r" % fin[0])
 
     # declared requirements: native, and it asks
     a.permission_answer = "allow_once"

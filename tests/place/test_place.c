@@ -210,6 +210,12 @@ static void test_availability(void **st) {
     d = decide(g_pc, &sh, &no);
     assert_false(d.selected);
     assert_int_equal(d.reason, PL_REASON_NATIVE_UNAVAILABLE);
+    /* ...and the run says why native was wanted, not only that it is unavailable */
+    assert_true(pl_run(g_pc, &sh, &no, NULL, &rep, &e));
+    assert_int_equal(rep.native_reason, PL_REASON_REQUIRED_FEATURE); /* the shell */
+    assert_non_null(strstr(rep.result.error, "needs the native sandbox "
+                                             "(required_native_feature), which is unavailable"));
+    pl_report_clear(&rep);
     /* a portable wasm request does not need native at all */
     pl_request w = {.run_id = "r", .kind = PL_PROGRAM_WASM, .program = HELLO};
     assert_int_equal(decide(g_nobwrap, &w, &no).backend, PL_BACKEND_WASM_ROOM);
