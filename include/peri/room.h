@@ -341,6 +341,11 @@ typedef struct pr_exec_options {
     pr_cap_fn capability;
     void *cap_ud;
     pr_cap_log *cap_log;
+    /* When a limit or a cancel stops the run (pr_exec fails with err->stop set), still
+     * hand back what it wrote: out->stdout_text/stderr_text (out->stop = err->stop),
+     * which the caller then clears. Off in the contract's room, whose failed run
+     * returns nothing. */
+    bool keep_output_on_stop;
 } pr_exec_options;
 
 /* A caller-owned, per-thread memo of one reading of that thread's CPU clock and the
@@ -427,7 +432,11 @@ typedef pr_guest_job pr_python_job;
  * JSON ({"ok","stdout","stderr","exitCode"[,"error"],"files"}, as pr_run returns) and
  * out->isolate "ruby:<digest>" or "python:<digest>". false + err when the language is
  * unavailable (its build is missing: the message names the path and scripts/deps.sh),
- * on a platform failure (CPU limit, cancel, memory) or bad input. Thread-safe. */
+ * on a platform failure (CPU limit, cancel, memory) or bad input. When a limit or a
+ * cancel stopped the script (false, err->stop set), out->output may still hold such a
+ * result (ok false, exitCode 1) with what it had written to stdout, stderr and the
+ * returned files until then, so the caller can show it; clear out either way.
+ * Thread-safe. */
 bool pr_guest_run(pr_guest *g, const pr_guest_job *job, pr_response *out, pr_error *err);
 
 /* ---------------------------------------------------------------- serve */

@@ -319,6 +319,11 @@ bool pl__room_attempt(pl_ctx *pc, const pl_request *r, const char *raw, size_t r
     /* A contract exception: the room's exact message is the error; a cancel is the
      * typed "cancelled" (the room's text stays in the evidence). */
     res->stop = perr.kind == PR_KIND_RUN_FAILED ? stop_of(perr.stop) : PL_STOP_NONE;
+    /* A script stopped by a limit or a cancel: what it wrote until then comes with the
+     * error (the interpreters' hook hands it back; a WASI program's room does not). */
+    if (resp.output && res->stop != PL_STOP_NONE) /* else, or out of memory: the error alone */
+        (void)from_room_text(res, resp.output, resp.output_len, at->dec);
+    pr_response_clear(&resp);
     pl__result_fail(res, res->stop == PL_STOP_CANCELLED ? "cancelled" : perr.message);
     /* conservative: only a contract violation proves the guest never started */
     bool maybe_started = ran && perr.kind != PR_KIND_VIOLATION;

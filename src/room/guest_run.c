@@ -206,16 +206,24 @@ bool pr_guest_run(pr_guest *g, const pr_guest_job *job, pr_response *out, pr_err
                            .cancel_ud = job->cancel_ud,
                            .capability = job->capability,
                            .cap_ud = job->cap_ud,
-                           .cap_log = job->cap_log};
+                           .cap_log = job->cap_log,
+                           .keep_output_on_stop = true};
     pr__exec_limits(&opt, &job->limits);
     pr_outcome oc;
-    if (!pr_exec(g->host, p, &opt, &oc, err)) goto done;
+    bool ran = pr_exec(g->host, p, &opt, &oc, err);
     uint8_t d[32];
     char hex[65], iso[80];
     pr_program_digest(p, d);
     pr__hex(d, 32, hex);
     snprintf(iso, sizeof iso, "%s:%s", g->lang->abi->name, hex);
-    ok = pr__respond(&oc, fs, iso, out, err);
+    if (ran) {
+        ok = pr__respond(&oc, fs, iso, out, err);
+    } else if (err->stop != PR_STOP_NONE) {
+        /* stopped: the error stands; what it wrote so far goes with it when it can be
+         * put in a result (else nothing, never a second error) */
+        pr_error ignored = {0};
+        if (!pr__respond(&oc, fs, iso, out, &ignored)) pr_response_clear(out);
+    }
     pr_outcome_clear(&oc);
 done:
     pr_fs_free(fs);

@@ -510,6 +510,17 @@ bool pr_exec(pr_host *h, pr_program *p, const pr_exec_options *opt, pr_outcome *
         pr__err_set(err, PR_KIND_RUN_FAILED, "%s", MSG_NOMEM);
         ok = false;
     }
+    if (!ok && opt->keep_output_on_stop && err->stop != PR_STOP_NONE) {
+        /* what the program wrote before it was stopped (NULL texts when memory ran out) */
+        pr_outcome_clear(out);
+        out->exit_code = 1;
+        out->stop = err->stop;
+        out->stdout_text = pb_buf_take(&rs.out, &out->stdout_len);
+        out->stderr_text = pb_buf_take(&rs.err, &out->stderr_len);
+        pb_buf_free(&rs.out);
+        pb_buf_free(&rs.err);
+        return false;
+    }
     if (ok) {
         out->stdout_text = pb_buf_take(&rs.out, &out->stdout_len);
         out->stderr_text = pb_buf_take(&rs.err, &out->stderr_len);

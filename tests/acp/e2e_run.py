@@ -13,7 +13,8 @@ Scenarios:
           with a warning on stderr per call.
   run     `run` of a WASI program and of a Ruby script returns the right output without
           asking permission (room); _meta says wasm_room; an endless loop ends at the
-          CPU limit with a clear tool error and the turn continues; a module whose
+          CPU limit with a clear tool error, what it printed before kept, and the turn
+          continues; a module whose
           imports the room lacks, undeclared, is refused without a question; declared
           requirements go native and ask, a subagent's too (its request titled with
           the whole script, made visible).
@@ -155,12 +156,16 @@ def s_run(E):
     check(not perms_since(a, t0), "the room asked permission")
 
     # endless loop: CPU limit, a clear tool error, and the turn continues
-    r, fin, t0 = tool_turn(E, a, sid, [{"id": "sp", "name": "run", "arguments": {"ruby": "loop { }"}}],
+    r, fin, t0 = tool_turn(E, a, sid, [{"id": "sp", "name": "run", "arguments": {
+        "ruby": "$stdout.sync = true\nputs 'started before the loop'\nloop { }"}}],
                            text="the loop was stopped")
     check(r.get("result") == {"stopReason": "end_turn"}, "spin turn %r" % r)
     limit = json.dumps(fin[0], ensure_ascii=False)  # CPU limit; wall limit if starved
     check(fin[0]["status"] == "failed" and ("CPU 时间超过" in limit or "运行时间超过" in limit),
           "cpu limit error %r" % fin[0])
+    # what the script printed before it was stopped comes with the error
+    check(fin[0].get("rawOutput", {}).get("stdout") == "started before the loop\n",
+          "output before the stop %r" % fin[0])
     check("the loop was stopped" in text_of(a.updates(sid, t0)), "turn did not continue")
 
     # a module whose imports the room lacks (env.f) needs the native sandbox: undeclared,
