@@ -167,12 +167,14 @@ char *pacp__sink_ask_user(void *ctx, const char *session_id, const char *questio
         struct timespec dl = pb_deadline(CLOCK_REALTIME, 20); /* poll the cancel flag */
         pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
     }
+    bool withdraw = sent && !req->done && !srv->eof;
     if (req->done) {
         answer = req->text;
         req->text = NULL;
     }
     pacp__outreq_unlink(srv, req);
     pthread_mutex_unlock(&srv->mu);
+    if (withdraw) pacp__outreq_withdraw(srv, req->id);
     free(req->text);
     free(req);
     if (!answer) answer = strdup(sent ? "{\"action\":\"cancel\"}" : "{\"action\":\"decline\"}");

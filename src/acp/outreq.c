@@ -27,6 +27,13 @@ void pacp__outreq_unlink(pacp_server *srv, pacp_outreq *req) {
     }
 }
 
+void pacp__outreq_withdraw(pacp_server *srv, pj_int_t id) {
+    pj_t *params = pj_pack("{s:I}", "requestId", id);
+    pj_t *f = params ? pb_rpc_notification("$/cancel_request", params) : NULL;
+    if (f) pacp__writer_send(&srv->w, f); /* best effort: the waiter has its answer */
+    pj_decref(f);
+}
+
 void pacp__on_response(pacp_server *srv, const pb_rpc_msg *m) {
     if (!pj_is_integer(m->id)) return; /* not one of ours: ignore */
     pj_int_t id = pj_integer_value(m->id);

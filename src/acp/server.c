@@ -251,6 +251,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
         struct timespec dl = pb_deadline(CLOCK_REALTIME, 20); /* poll the cancel flag */
         pthread_cond_timedwait(&srv->cv, &srv->mu, &dl);
     }
+    bool withdraw = sent && !req->done && !srv->eof;
     if (req->done) {
         outcome = (pag_permission)req->outcome;
     } else if (atomic_load(cancel)) {
@@ -258,6 +259,7 @@ static pag_permission sink_ask(void *ctx, const char *session_id, const pag_even
     }
     pacp__outreq_unlink(srv, req);
     pthread_mutex_unlock(&srv->mu);
+    if (withdraw) pacp__outreq_withdraw(srv, req->id);
     free(req);
     return outcome;
 }

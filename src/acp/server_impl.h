@@ -119,6 +119,11 @@ void pacp__term_release_all(pacp_server *srv);
  * done and wakes its waiter. */
 bool pacp__outreq_link(pacp_server *srv, pacp_outreq *req);
 void pacp__outreq_unlink(pacp_server *srv, pacp_outreq *req);
+/* The server stopped waiting for request id without an answer (the turn was cancelled,
+ * the session closed): a $/cancel_request {requestId} tells the client, so a question
+ * it still shows closes. Call without srv->mu, after the request was unlinked; an
+ * answer that still comes is ignored like any unknown id. */
+void pacp__outreq_withdraw(pacp_server *srv, pj_int_t id);
 void pacp__on_response(pacp_server *srv, const pb_rpc_msg *m);
 /* server.c: the decoder of a permission answer (srv->mu held). */
 void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m);

@@ -298,6 +298,20 @@ def s_close(E):
     check(r.get("result") == {}, "second close %r" % r)
     r = a.call("session/close", {})
     check("error" in r and r["error"]["code"] == -32602, "missing sessionId %r" % r)
+    # a question the client still shows when the agent stops waiting for it (the session
+    # closes): withdrawn with $/cancel_request, so the client's dialog closes too
+    a.permission_answer = None
+    sid4 = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "w1", "name": "shell", "arguments": {"command": "true"}}]},
+                   {"text": "after"}])
+    rid = prompt(a, sid4, "ask me")
+    _, q = a.wait(lambda f: f.get("method") == "session/request_permission", what="a question")
+    a.request("session/close", {"sessionId": sid4})
+    pr = a.response(rid)
+    check(pr.get("result") == {"stopReason": "cancelled"}, "prompt at close %r" % pr)
+    _, w = a.wait(lambda f: f.get("method") == "$/cancel_request", what="the question withdrawn")
+    check(w.get("params") == {"requestId": q["id"]} and "id" not in w, "withdrawal %r" % w)
+    a.permission_answer = "allow_once"
     # an idle session closes at once
     sid2 = E.new_session(a)
     check(a.result("session/close", {"sessionId": sid2}) == {}, "idle close")

@@ -114,9 +114,10 @@ class Agent:
 
     def on_request(self, f):
         """A request of the agent to the client (called on the reader thread before the
-        frame is queued): a permission request is answered with permission_answer, other
-        requests are left to the test. A subclass adds client methods."""
-        if f.get("method") == "session/request_permission":
+        frame is queued): a permission request is answered with permission_answer (None:
+        left unanswered), other requests are left to the test. A subclass adds client
+        methods."""
+        if f.get("method") == "session/request_permission" and self.permission_answer:
             self.send({"jsonrpc": "2.0", "id": f["id"], "result": {
                 "outcome": {"outcome": "selected", "optionId": self.permission_answer}}})
 
