@@ -105,9 +105,15 @@ if(PERI_AGENTWASM_SOURCES)
   add_custom_command(OUTPUT ${PERI_AGENT_WASM}
                      COMMAND ${PERI_WASM_CLANG} ${PERI_WASM_CFLAGS} -mexec-model=reactor
                              "-DPERI_VERSION=\"${PROJECT_VERSION}\"" ${PERI_AGENTWASM_SOURCES} ${PERI_WASM_CORE_LINK} ${_pw_exports}
-                             -Wl,--strip-debug -o ${PERI_AGENT_WASM}
+                             -Wl,--stack-first -Wl,-z,stack-size=1048576 -Wl,--strip-debug
+                             -o ${PERI_AGENT_WASM}
                      DEPENDS ${PERI_AGENTWASM_SOURCES} ${PERI_WASM_CORE_LINK} ${_pw_headers}
                      COMMENT "peri-agent.wasm: the agent module (wasm32-wasi reactor)" VERBATIM)
+  # The C stack first, below the data, and 1 MiB of it: the JSON reader and writer
+  # recurse once per nesting level (80 bytes a level, 2,048 levels allowed), and with the
+  # default 64 KiB above the data a deep tool-call argument from the model overwrote the
+  # module's own strings (its SQL, its role names). Below the data, an overflow runs off
+  # address 0 and traps instead of writing anything.
   # Linked from the archive, so only what the reactor reaches comes in: the registry's
   # tool bodies (shell, files) are never referenced and never linked.
   add_custom_target(peri_agent_wasm ALL DEPENDS ${PERI_AGENT_WASM})

@@ -257,6 +257,30 @@ def s_prompt_stream_and_tool(E):
     E.sid_for_load = sid
 
 
+def s_deep_args(E):
+    """Tool-call arguments nested nearly as deep as the JSON reader allows: the module's
+    C stack must hold the deepest walk (it lies below the data, so an overflow would trap,
+    never overwrite the module's own strings). Each turn ends, the other session and the
+    history stay whole."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))  # to read the echoed arguments
+    a = E.agent()
+    sid, other = E.new_session(a), E.new_session(a)
+    for depth in (850, 1100, 2040):
+        args = '{"command":' + "[" * depth + "7" + "]" * depth + "}"
+        E.mock.script([{"tool_calls": [{"id": "d%d" % depth, "name": "shell", "arguments": args}]},
+                       {"text": "after %d" % depth}])
+        r = wait_done(a, prompt(a, sid, "deep %d" % depth))
+        check(r.get("result") == {"stopReason": "end_turn"}, "depth %d: %r" % (depth, r))
+        check("after %d" % depth in text_of(a.updates(sid)), "text after depth %d" % depth)
+        E.mock.script([{"text": "still fine"}])
+        r = wait_done(a, prompt(a, other, "and you?"))
+        check(r.get("result") == {"stopReason": "end_turn"}, "other session: %r" % r)
+        last = E.mock.requests()[-1]["body"]["messages"]
+        roles = [m.get("role") for m in last]
+        check(roles and roles[0] in ("system", "user") and None not in roles, "roles %r" % roles)
+    a.finish()
+
+
 def s_tool_source(E):
     E.mock.script([
         {"tool_calls": [{"id": "c1", "name": "echo", "arguments": {"text": "ping"}},
@@ -758,6 +782,7 @@ SCENARIOS = {
     "bad_input": s_bad_input,
     "prompt_stream_and_tool": s_prompt_stream_and_tool,
     "tool_source": s_tool_source,
+    "deep_args": s_deep_args,
     "tools_two_sessions": s_tools_two_sessions,
     "mcp_http": s_mcp_http,
     "load_and_list": s_load_and_list,
