@@ -90,8 +90,12 @@ typedef struct pr_host_config {
     uint32_t wall_ms;    /* 0: 5000 */
     uint64_t memory_cap; /* 0: 128 MiB */
     size_t cache_bytes;  /* 0: 256 MiB; bound on the compiled-module cache (LRU by bytes) */
-    /* Clocks and random_get become a fixed function of (digest, input). */
-    bool deterministic;
+    /* The contract's runs (pr_run) see clocks and random_get as a fixed function of
+     * (digest, input), so one program and one input give one result on every host
+     * (docs/room.md, "Clocks and randomness"). real_clocks: the host's real clocks and
+     * getrandom instead, for a host that runs programs for a person (the agent's
+     * placement, `peri run`), where a program asking the time wants the time. */
+    bool real_clocks;
     /* `peri run`: the limits are the caller's own, not the contract's (cpu_ms may exceed
      * 1000), and memory.grow past memory_cap returns -1 to the guest instead of ending
      * the run. */

@@ -21,10 +21,10 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: peri isolate run --runner NAME --scope SCOPE --digest HEX --program PATH\n"
             "                        --input PATH [--grant NAME]... [--cpu-ms N] [--wall-ms N]\n"
-            "                        [--deterministic] [--engine auto|interp|jit]\n"
+            "                        [--real-clocks] [--engine auto|interp|jit]\n"
             "                        [--bounds-checks guard|explicit]\n"
             "       peri isolate serve [--grant NAME]... [--workers N] [--cpu-ms N] [--wall-ms N]\n"
-            "                          [--deterministic] [--engine auto|interp|jit]\n"
+            "                          [--real-clocks] [--engine auto|interp|jit]\n"
             "                          [--bounds-checks guard|explicit]\n"
             "  --program PATH  the module as Base64 text (base64 -w0 FILE.wasm > FILE.b64),\n"
             "                  not the .wasm file itself\n"
@@ -38,6 +38,8 @@ static void usage(FILE *f) {
             "default $PERI_ENGINE, else auto). --bounds-checks: how memory accesses are\n"
             "checked: guard (default: guard pages where the address space allows) or explicit\n"
             "(a check at every access); traps are the same (docs/jit.md).\n"
+            "Clocks and random_get are a fixed function of the program and its input, so a\n"
+            "run gives the same result on every host; --real-clocks gives the host's own.\n"
             "`peri run FILE.wasm` runs a module directly.\n"
             "Exit status of run: 0 the result JSON on stdout; 1 the contract's error message\n"
             "(Chinese, exact) on the first line of stderr, on a terminal its English meaning\n"
@@ -63,7 +65,7 @@ typedef struct common_opts {
     const char *grants[MAX_GRANTS];
     size_t ngrants;
     unsigned long cpu_ms, wall_ms;
-    bool deterministic;
+    bool real_clocks;
     int engine; /* PW_ENGINE_* */
     int bounds; /* PW_BOUNDS_* */
 } common_opts;
@@ -71,8 +73,12 @@ typedef struct common_opts {
 /* Parses an option shared by run and serve at argv[*i]; 1 taken, 0 not ours, -1 bad. */
 static int common_opt(common_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i];
-    if (strcmp(a, "--deterministic") == 0) {
-        o->deterministic = true;
+    if (strcmp(a, "--deterministic") == 0) { /* the default; kept for scripts that say so */
+        o->real_clocks = false;
+        return 1;
+    }
+    if (strcmp(a, "--real-clocks") == 0) {
+        o->real_clocks = true;
         return 1;
     }
     if (strcmp(a, "--grant") != 0 && strcmp(a, "--cpu-ms") != 0 && strcmp(a, "--wall-ms") != 0 &&
@@ -134,7 +140,7 @@ static pr_host *make_host(const common_opts *o) {
     }
     cfg.cpu_ms = (uint32_t)o->cpu_ms;
     cfg.wall_ms = (uint32_t)o->wall_ms;
-    cfg.deterministic = o->deterministic;
+    cfg.real_clocks = o->real_clocks;
     cfg.engine = o->engine;
     cfg.bounds_checks = o->bounds;
     char ccdir[4096]; /* the code cache: $PERI_CODE_CACHE, else ~/.cache/peri/code */

@@ -223,6 +223,7 @@ static int parse(run_opts *o, int argc, char **argv) {
     o->cfg.wall_ms = RUN_WALL_MS_DEFAULT;
     o->cfg.memory_cap = (uint64_t)RUN_MEMORY_MIB_DEFAULT << 20;
     o->cfg.beyond_contract = true;
+    o->cfg.real_clocks = true; /* --deterministic turns them off */
     o->max_output = UINT64_MAX;
     bool inherit = false;
     int i = 1;
@@ -241,7 +242,7 @@ static int parse(run_opts *o, int argc, char **argv) {
             printf("%s\n", RUN_VERSION);
             return -1;
         } else if (strcmp(a, "--deterministic") == 0) {
-            o->cfg.deterministic = true;
+            o->cfg.real_clocks = false;
             continue;
         } else if (strcmp(a, "--inherit-env") == 0) {
             inherit = true;
@@ -449,7 +450,7 @@ int peri_cmd_run(int argc, char **argv) {
      * from the deterministic epoch (2026-01-01) with --deterministic. */
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    pr_fs_set_clock(fs, o.cfg.deterministic
+    pr_fs_set_clock(fs, !o.cfg.real_clocks
                             ? 1767225600000000000ull
                             : (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
     pw_functype ft;
@@ -493,12 +494,12 @@ int peri_cmd_run(int argc, char **argv) {
     }
     /* Deterministic runs are seeded from the program alone: SHA-256 of its bytes. */
     uint8_t seed[32] = {0};
-    if (o.cfg.deterministic) pr_program_digest(p, seed);
+    if (!o.cfg.real_clocks) pr_program_digest(p, seed);
     pr_exec_options opt = {.args = args,
                            .nargs = o.invoke ? 0 : (size_t)o.nrest,
                            .fs = fs,
                            .on_output = on_output,
-                           .seed = o.cfg.deterministic ? seed : NULL,
+                           .seed = !o.cfg.real_clocks ? seed : NULL,
                            .env = o.env,
                            .nenv = o.nenv,
                            .argv0 = o.argv0,

@@ -333,7 +333,8 @@ int peri_guest_main(const peri_guest_cli *g, int argc, char **argv) {
         goto done;
     }
     char ccdir[4096];
-    pr_host_config cfg = {.cpu_ms = (uint32_t)o.cpu,
+    pr_host_config cfg = {.real_clocks = true,
+                          .cpu_ms = (uint32_t)o.cpu,
                           .engine = o.engine,
                           .bounds_checks = o.bounds,
                           .code_cache_dir = peri_code_cache_dir(ccdir, sizeof ccdir)};

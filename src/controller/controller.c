@@ -428,7 +428,8 @@ static void port_emit(void *ctx, const pag_event *ev) {
 static bool open_placement(pct_controller *c, const pct_config *cfg, pct_error *err) {
     pr_error re;
     pl_error le;
-    pr_host_config rc = {.code_cache_dir = cfg->code_cache_dir};
+    /* real clocks: a program the agent runs for the user asking the time wants it */
+    pr_host_config rc = {.code_cache_dir = cfg->code_cache_dir, .real_clocks = true};
     c->room = pr_host_new(&rc, &re);
     if (!c->room) {
         char msg[200];

@@ -60,7 +60,8 @@ pl_ctx *pl_new(const pl_config *cfg, pl_error *err) {
         pc->room = cfg->room;
     } else if (ok) {
         pr_error pe;
-        pc->room = pr_host_new(NULL, &pe);
+        pr_host_config rc = {.real_clocks = true}; /* programs run for a person */
+        pc->room = pr_host_new(&rc, &pe);
         pc->own_room = true;
         if (!pc->room) {
             pl_free(pc);

@@ -46,7 +46,7 @@ pr_host *pr_host_new(const pr_host_config *cfg, pr_error *err) {
     h->cpu_ms = cfg->cpu_ms ? cfg->cpu_ms : PR_CPU_MS_MAX;
     h->wall_ms = cfg->wall_ms ? cfg->wall_ms : PR_WALL_MS_DEFAULT;
     h->memory_cap = cfg->memory_cap ? cfg->memory_cap : PR_MEMORY_CAP_DEFAULT;
-    h->deterministic = cfg->deterministic;
+    h->deterministic = !cfg->real_clocks;
     h->beyond_contract = cfg->beyond_contract;
     h->engine = cfg->engine;
     h->bounds_checks = cfg->bounds_checks;

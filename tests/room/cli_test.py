@@ -72,9 +72,18 @@ r = iso_run("--cpu-ms", "200", "--wall-ms", "120000")
 check(r.returncode == 1 and r.stderr.decode().split("\n")[0] == "隔离运行失败：CPU 时间超过 200 ms",
       "isolate run --cpu-ms 200 loop: %r" % r.stderr)
 check(time.time() - t0 < 10, "loop stopped quickly")  # 200 ms CPU; a loaded machine stretches wall time
-r = iso_run("--deterministic", stdin=b'{"args":["rand"]}', input_="-")
-r2 = iso_run("--deterministic", stdin=b'{"args":["rand"]}', input_="-")
-check(r.returncode == 0 and r.stdout == r2.stdout, "--deterministic reproduces")
+# one program and one input, one result: clocks and randomness are deterministic by
+# default (--deterministic still says so); --real-clocks gives the host's own
+r = iso_run(stdin=b'{"args":["rand"]}', input_="-")
+r2 = iso_run(stdin=b'{"args":["rand"]}', input_="-")
+check(r.returncode == 0 and r.stdout == r2.stdout and b"1767225600.000000000" in r.stdout,
+      "a run reproduces by default: %r %r" % (r.stdout, r2.stdout))
+r3 = iso_run("--deterministic", stdin=b'{"args":["rand"]}', input_="-")
+check(r3.returncode == 0 and r3.stdout == r.stdout, "--deterministic reproduces")
+r4 = iso_run("--real-clocks", stdin=b'{"args":["rand"]}', input_="-")
+r5 = iso_run("--real-clocks", stdin=b'{"args":["rand"]}', input_="-")
+check(r4.returncode == 0 and r4.stdout != r5.stdout and b"1767225600.000000000" not in r4.stdout,
+      "--real-clocks: %r %r" % (r4.stdout, r5.stdout))
 
 # ---------------------------------------------------------------- peri run
 out_dir = os.path.join(tmp, "out")

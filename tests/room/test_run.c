@@ -391,7 +391,7 @@ static void test_readdir_many(void **st) {
 
 static void test_deterministic(void **st) {
     (void)st;
-    pr_host_config cfg = {.deterministic = true};
+    pr_host_config cfg = {0}; /* deterministic: the default */
     pr_error e;
     pr_host *h = room_host_new(&cfg, &e);
     char *a = run(h, "{\"args\":[\"rand\"]}");
@@ -405,7 +405,14 @@ static void test_deterministic(void **st) {
     free(b);
     free(c);
     pr_host_free(h);
+    /* the contract's default (no config at all) is the same; real_clocks opts out */
     h = room_host_new(NULL, &e);
+    a = run(h, "{\"args\":[\"rand\"]}");
+    assert_non_null(strstr(a, " 1767225600.000000000 0.001000000\\n"));
+    free(a);
+    pr_host_free(h);
+    pr_host_config real = {.real_clocks = true};
+    h = room_host_new(&real, &e);
     a = run(h, "{\"args\":[\"rand\"]}");
     b = run(h, "{\"args\":[\"rand\"]}");
     assert_string_not_equal(a, b);
@@ -453,8 +460,8 @@ static void test_cpu_limit(void **st) {
 static void test_jit_engine(void **st) {
     (void)st;
     pr_error e;
-    pr_host_config ci = {.wall_ms = 120000, .deterministic = true, .engine = PW_ENGINE_INTERP};
-    pr_host_config cj = {.wall_ms = 120000, .deterministic = true, .engine = PW_ENGINE_JIT};
+    pr_host_config ci = {.wall_ms = 120000, .engine = PW_ENGINE_INTERP};
+    pr_host_config cj = {.wall_ms = 120000, .engine = PW_ENGINE_JIT};
     pr_host *hi = room_host_new(&ci, &e), *hj = room_host_new(&cj, &e);
     assert_non_null(hi);
     assert_non_null(hj);
@@ -625,7 +632,7 @@ static double wall_now(void) {
 static void test_sleep(void **st) {
     (void)st;
     pr_error e;
-    pr_host_config det = {.deterministic = true};
+    pr_host_config det = {0}; /* deterministic: the default */
     pr_host *h = room_host_new(&det, &e);
     double t0 = wall_now();
     expect(h, "{\"args\":[\"sleep\"]}",
@@ -633,14 +640,15 @@ static void test_sleep(void **st) {
            "\"files\":{}}");
     assert_true(wall_now() - t0 < 1.0);
     pr_host_free(h);
-    h = room_host_new(NULL, &e);
+    pr_host_config real = {.real_clocks = true};
+    h = room_host_new(&real, &e);
     t0 = wall_now();
     expect(h, "{\"args\":[\"sleep\"]}",
            "{\"ok\":true,\"stdout\":\"slept>=2s=1\\n\",\"stderr\":\"\",\"exitCode\":0,"
            "\"files\":{}}");
     assert_true(wall_now() - t0 >= 2.0);
     pr_host_free(h);
-    pr_host_config shortwall = {.wall_ms = 300};
+    pr_host_config shortwall = {.wall_ms = 300, .real_clocks = true};
     h = room_host_new(&shortwall, &e);
     t0 = wall_now();
     char *got = run(h, "{\"args\":[\"sleep\"]}");
