@@ -270,6 +270,7 @@ int pr__fs_truncate(pr_fs *fs, pr_node *f, size_t len) {
 }
 
 int pr__fs_pwrite(pr_fs *fs, pr_node *f, const void *data, size_t n, size_t off) {
+    if (n == 0) return 0; /* as POSIX write(2) of zero bytes: no growth, no new mtime */
     if (off > SIZE_MAX - n) return -2;
     size_t end = off + n;
     if (end > f->len) {

@@ -989,21 +989,18 @@ static int write_out(pw_call_ctx *cx, pr_run_state *rs, int stream, uint32_t iov
 
 static int write_file(pw_call_ctx *cx, pr_fs *fs, pr_node *f, uint32_t iovs, uint32_t n,
                       uint64_t total, uint64_t off) {
+    if (total == 0) return E_SUCCESS; /* as write(2) of zero bytes: the file is untouched */
     if (off > SIZE_MAX || total > SIZE_MAX - off) return E_NOSPC;
     size_t end = (size_t)(off + total);
     if (end > f->len && end - f->len > PR_FS_MAX - fs->total) return E_NOSPC; /* as grow */
     uint64_t clock = fs->clock;
     int rc = 0;
-    if (total == 0) {
-        rc = pr__fs_pwrite(fs, f, NULL, 0, (size_t)off);
-    } else {
-        uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
-        size_t at = (size_t)off;
-        for (uint32_t i = 0; i < n && rc == 0; i++) {
-            uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
-            if (l) rc = pr__fs_pwrite(fs, f, mem(cx, ptr, l), l, at);
-            at += l;
-        }
+    uint8_t *v = mem(cx, iovs, 8 * (uint64_t)n);
+    size_t at = (size_t)off;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        uint32_t ptr = ld32(v + 8 * i), l = ld32(v + 8 * i + 4);
+        if (l) rc = pr__fs_pwrite(fs, f, mem(cx, ptr, l), l, at);
+        at += l;
     }
     if (rc == 0) f->mtime = fs->clock = clock + 1; /* one write, one tick */
     return rc ? fs_errno(rc) : E_SUCCESS;

@@ -483,6 +483,11 @@ static void test_fs(void **st) {
     assert_non_null(f);
     assert_int_equal(f->node->len, 3);
     assert_int_equal(f->node->mtime, 4); /* clock starts at 1; three writes */
+    /* a write of zero bytes past the end changes nothing (a guest's pwrite(fd, "", 0,
+     * 1000) or write after a seek past the end) */
+    assert_int_equal(pr__fs_pwrite(fs, f->node, "", 0, 1000), 0);
+    assert_int_equal(f->node->len, 3);
+    assert_int_equal(f->node->mtime, 4);
     assert_true(pr__fs_is_dir(fs, "/b", 2));
     assert_true(pr__fs_is_dir(fs, "/", 1));
     assert_false(pr__fs_is_dir(fs, "/a", 2));
