@@ -315,6 +315,16 @@ static void new_workspace(void *ud, pst_remote_result *res) {
     }
 }
 
+/* The workspace path of an absolute cwd (malloc'd; NULL: out of memory): canonical as
+ * native's realpath makes it, lexically (paw__canonical_path), so that "/p", "/p/",
+ * "/./p", "/q/../p" and "//p" are one workspace. */
+static char *lexical_cwd(const char *cwd) {
+    size_t cap = strlen(cwd) + 2;
+    char *out = malloc(cap);
+    if (out && !paw__canonical_path(cwd, out, cap)) out[0] = '\0'; /* cannot happen: it fits */
+    return out;
+}
+
 static void m_new(paw *p, pj_t *params, pj_t *id) {
     pj_t *cwdv = pj_object_get(params, "cwd");
     pj_t *mcpv = pj_object_get(params, "mcpServers");
@@ -335,7 +345,7 @@ static void m_new(paw *p, pj_t *params, pj_t *id) {
     pend *q = pend_new(p, id);
     if (q) {
         if (pj_array_size(mcpv)) q->mcp = pj_incref(mcpv);
-        q->cwd = strdup(cwd);
+        q->cwd = lexical_cwd(cwd);
         q->frozen =
             q->cwd ? paw__frozen_context(q->cwd, p->h.ports->wall_ms(p->h.ports->ctx)) : NULL;
     }
@@ -504,8 +514,14 @@ static void m_list(paw *p, pj_t *params, pj_t *id) {
     pj_t *allv = pj_object_get(meta, "peri.allMachines");
     bool all = pj_is_boolean(allv) ? pj_is_true(allv) : true; /* a shared store: all */
     pend *q = pend_new(p, id);
+    /* workspaces are keyed by the canonical path, as session/new makes it */
+    const char *cwd = pj_string_value(cwdv);
+    if (q && cwd && cwd[0] == '/' && !(q->cwd = lexical_cwd(cwd))) {
+        pend_free(q);
+        q = NULL;
+    }
     if (!q) return paw__reply_error(p, id, PB_RPC_INTERNAL_ERROR, "out of memory", NULL);
-    pst_list_query lq = {.cwd = pj_string_value(cwdv),
+    pst_list_query lq = {.cwd = q->cwd ? q->cwd : cwd,
                          .cursor = pj_string_value(curv),
                          .machine_id = all ? NULL : p->machine_id,
                          .include_archived =

@@ -208,6 +208,13 @@ void paw__sess_close(paw_sess *s, pj_t *close_id);
 /* Routes a model request's or a timer's event. */
 void paw__handle_event(paw *p, paw_handle *hd, const pn_event *ev);
 /* The frozen context of a new session in the virtual workspace (malloc'd). */
+/* Lexical canonical form of an absolute path ("." and ".." segments and repeated
+ * slashes resolved; ".." above the root stays at the root; no trailing slash): the
+ * module sees no file system of the host, so where native canonicalises a cwd with
+ * realpath this is what it can do. A symlink is not resolved: a path through one stays
+ * another workspace. false when it does not fit in out (cap bytes; strlen(in) + 2 always
+ * fits). */
+bool paw__canonical_path(const char *in, char *out, size_t cap);
 char *paw__frozen_context(const char *cwd, int64_t now_ms);
 /* ---- options.c: a session's options (mode, model) and their persistence */
 /* The session's configOptions (ACP SessionConfigOption[]), NULL when out of memory. */

@@ -127,10 +127,7 @@ int paw_add_tool_source(paw *p, const paw_tool_source *src) {
 
 /* ---------------------------------------------------------------- the start object */
 
-/* Lexical canonical form of an absolute path ("." and ".." segments and repeated
- * slashes resolved; ".." above the root stays at the root). The workspace is virtual:
- * no file system is asked. false when it does not fit. */
-static bool canonical(const char *in, char *out, size_t cap) {
+bool paw__canonical_path(const char *in, char *out, size_t cap) {
     size_t n = 0;
     const char *s = in;
     out[n++] = '/';
@@ -225,7 +222,7 @@ static int start(paw *p, pj_t *o, char *err, size_t errlen) {
     pj_t *cwd = pj_object_get(o, "cwd");
     if (!pj_is_string(cwd) || pj_string_value(cwd)[0] != '/')
         return bad(err, errlen, "cwd must be an absolute path (a string starting with /)%s", NULL);
-    if (!canonical(pj_string_value(cwd), p->cwd, sizeof p->cwd))
+    if (!paw__canonical_path(pj_string_value(cwd), p->cwd, sizeof p->cwd))
         return bad(err, errlen, "cwd is too long%s", NULL);
     pj_t *settings = pj_object_get(o, "settings");
     if (!pj_is_object(settings))

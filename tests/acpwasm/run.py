@@ -351,6 +351,33 @@ def s_list_paging(E):
     a.finish()
 
 
+def s_cwd_spellings(E):
+    """Spellings of one directory are one workspace: native canonicalises cwd with the
+    file system (realpath), the module lexically (it sees no host file system), so the
+    spellings here hold no symlink and the hosts agree."""
+    E.mock.script({"responses": [], "default": {"text": "ok"}})
+    base = cwd_of(E, "spell")
+    os.makedirs(os.path.join(base, "p"), exist_ok=True)
+    os.makedirs(os.path.join(base, "q"), exist_ok=True)
+    want = os.path.realpath(os.path.join(base, "p"))
+    check(want == os.path.normpath(os.path.join(base, "p")), "the test directory is behind "
+          "a symlink: %s" % want)
+    a = E.start()
+    made = []
+    for c in ("/p", "/p/", "/./p", "/q/../p", "//p", "/q/./../p//"):
+        sid = E.new(a, base + c)
+        check(turn(a, sid, "hello").get("result") == {"stopReason": "end_turn"}, "prompt")
+        made.append(sid)
+    for c in ("/p", "//q/../p/."):
+        r = a.result("session/list", {"cwd": base + c}, timeout=WAIT)
+        got = [x["sessionId"] for x in r["sessions"]]
+        check(sorted(got) == sorted(made), "list %s: %d of %d sessions: %r"
+              % (c, len(set(got) & set(made)), len(made), r))
+        for x in r["sessions"]:
+            check(x.get("cwd") == want, "cwd of a listed session: %r" % x)
+    a.finish()
+
+
 def s_close(E):
     E.mock.script([{"text": "one"}, {"text": ["x"], "hang": True, "hang_after": 2}])
     a = E.start()
@@ -795,6 +822,7 @@ SCENARIOS = {
     "cancel": s_cancel,
     "load_replay": s_load_replay,
     "list_paging": s_list_paging,
+    "cwd_spellings": s_cwd_spellings,
     "close": s_close,
     "concurrent": s_concurrent,
     "model_errors": s_model_errors,
