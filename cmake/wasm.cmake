@@ -15,7 +15,7 @@
 #   the remote store (remote*, pgwire*, pg_shared, rules_sql, uuid_form, error),
 #   the agent core (session, turn, loop, settings, settings_schema, context, compact,
 #   project; middleware chain, decl, goal, permission), the tools registry and output.c;
-#   the pure ACP parts (acp/updates, acp/prompt_message) and the
+#   the pure ACP parts (acp/updates, acp/prompt_message, acp/params) and the
 #   event-driven MCP client (mcp/ev*, proto, sse). The archive holds objects with
 #   references nothing in the module reaches (ptl_read_beneath from project.c, the tool
 #   bodies the registry names): an archive link leaves them out.
@@ -55,9 +55,10 @@ list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/tools/registry.c ${CM
 # The WebAssembly form's replacements (never in the native library): the model transport
 # without libcurl (pm_stream fails with a reason; calls go through pm_call) and command
 # hooks that report they cannot run.
-# The pure parts of the ACP server (the update projection, the prompt mapping) and the
-# event-driven MCP client over the ports, which the module's reactor uses.
-foreach(f acp/updates acp/prompt_message mcp/ev mcp/ev_ports mcp/proto mcp/sse)
+# The pure parts of the ACP server (the update projection, the prompt mapping, the
+# parameter checks) and the event-driven MCP client over the ports, which the module's
+# reactor uses.
+foreach(f acp/updates acp/prompt_message acp/params mcp/ev mcp/ev_ports mcp/proto mcp/sse)
   list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/${f}.c)
 endforeach()
 list(APPEND PERI_WASM_CORE_SOURCES ${CMAKE_SOURCE_DIR}/src/model/wasi/transport.c

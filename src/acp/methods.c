@@ -2,6 +2,7 @@
  * methods.c — ACP v1 method handlers: validate params, call the controller, shape
  * the result. Accepts Peri's aliases (session_id; message.content for prompts).
  */
+#include "acp/params.h"
 #include "acp/prompt_message.h"
 #include "acp/server_impl.h"
 
@@ -22,17 +23,14 @@ static void bad_params(pacp_reply *r, const char *msg) {
     pacp__reply_error(r, PACP_INVALID_PARAMS, msg);
 }
 
-/* True when v is a string holding a NUL byte: as a C string it would be cut short there
- * (`"<id>\u0000x"` would name <id>), so such a parameter is refused, never truncated. */
 static bool has_nul(pj_t *v) {
-    return pj_is_string(v) && strlen(pj_string_value(v)) != pj_string_length(v);
+    return pacp__has_nul(v);
 }
 
 /* False after answering -32602 when the string parameter `name` holds a NUL byte. */
 static bool nul_free(pj_t *v, const char *name, pacp_reply *r) {
-    if (!has_nul(v)) return true;
     char msg[200];
-    snprintf(msg, sizeof msg, "%.100s must not contain a NUL character (U+0000)", name);
+    if (!pacp__nul_refusal(v, name, msg, sizeof msg)) return true;
     bad_params(r, msg);
     return false;
 }

@@ -7,6 +7,7 @@
  * Invariants: a request is answered exactly once: at once, from a store callback (the
  * `pend` record carries its id), or, for session/prompt, when its turn ends.
  */
+#include "acp/params.h"
 #include "acp/projection.h"
 #include "acp/prompt_message.h"
 #include "paw_int.h"
@@ -85,6 +86,15 @@ static void bad_params(paw *p, pj_t *id, const char *msg) {
     paw__reply_error(p, id, PB_RPC_INVALID_PARAMS, msg, NULL);
 }
 
+/* False after answering -32602 when the string parameter `name` holds a NUL byte (as a C
+ * string it would be cut short): the words of the native host (acp/params.h). */
+static bool nul_free(paw *p, pj_t *id, pj_t *v, const char *name) {
+    char msg[200];
+    if (!pacp__nul_refusal(v, name, msg, sizeof msg)) return true;
+    bad_params(p, id, msg);
+    return false;
+}
+
 /* The session id of params, or NULL when it is missing, empty or holds a NUL character
  * (as a C string it would be cut short, to another session's id). */
 static const char *session_id(pj_t *params) {
@@ -142,7 +152,8 @@ static void m_initialize(paw *p, pj_t *params, pj_t *id) {
     }
     pj_t *mid = pj_object_get(pj_object_get(pj_object_get(params, "clientCapabilities"), "_meta"),
                               "peri.machineId");
-    if (mid && (!pj_is_string(mid) || strcmp(pj_string_value(mid), p->machine_id) != 0)) {
+    if (mid && (!pj_is_string(mid) || pacp__has_nul(mid) ||
+                strcmp(pj_string_value(mid), p->machine_id) != 0)) {
         char msg[300];
         snprintf(msg, sizeof msg,
                  "machine identity is fixed for this host (%.40s): refusing to change it to %.40s",
@@ -330,6 +341,7 @@ static void m_new(paw *p, pj_t *params, pj_t *id) {
     pj_t *mcpv = pj_object_get(params, "mcpServers");
     if (!cwdv) return bad_params(p, id, "missing required field: cwd (an absolute path)");
     if (!pj_is_string(cwdv)) return bad_params(p, id, "cwd must be a string (an absolute path)");
+    if (!nul_free(p, id, cwdv, "cwd")) return;
     if (!mcpv)
         return bad_params(p, id, "missing required field: mcpServers (an array, may be empty)");
     if (!pj_is_array(mcpv)) return bad_params(p, id, "mcpServers must be an array");
@@ -509,6 +521,7 @@ static void m_list(paw *p, pj_t *params, pj_t *id) {
     if ((cwdv && !pj_is_null(cwdv) && !pj_is_string(cwdv)) ||
         (curv && !pj_is_null(curv) && !pj_is_string(curv)))
         return bad_params(p, id, "cwd and cursor must be strings");
+    if (!nul_free(p, id, cwdv, "cwd") || !nul_free(p, id, curv, "cursor")) return;
     if (store_down(p, id)) return;
     pj_t *meta = pj_object_get(params, "_meta");
     pj_t *allv = pj_object_get(meta, "peri.allMachines");
@@ -725,6 +738,7 @@ static void m_set_mode(paw *p, pj_t *params, pj_t *id) {
     pj_t *mode = pj_object_get(params, "modeId");
     if (!sid) return bad_params(p, id, missing_sid(params));
     if (!pj_is_string(mode)) return bad_params(p, id, "modeId must be a string");
+    if (!nul_free(p, id, mode, "modeId")) return;
     paw_sess *s = writable(p, id, sid);
     if (s && set_mode(s, id, pj_string_value(mode))) save_then_answer(s, id, false);
 }
@@ -737,6 +751,7 @@ static void m_set_config(paw *p, pj_t *params, pj_t *id) {
     if (!pj_is_string(cid)) return bad_params(p, id, "configId must be a string");
     if (!pj_is_string(val))
         return bad_params(p, id, "value must be a string (a value id of the option)");
+    if (!nul_free(p, id, cid, "configId") || !nul_free(p, id, val, "value")) return;
     paw_sess *s = writable(p, id, sid);
     if (!s) return;
     const char *c = pj_string_value(cid), *v = pj_string_value(val);

@@ -378,6 +378,38 @@ def s_cwd_spellings(E):
     a.finish()
 
 
+def s_nul_refused(E):
+    """A string parameter holding U+0000 is refused with -32602 naming it, never cut short
+    at the NUL (as a C string "<own id>\\u0000x" would be the host's own machine id)."""
+    a = E.start(init=False)
+    r = a.call("initialize", {"protocolVersion": 1, "clientCapabilities": {
+        "_meta": {"peri.machineId": MACHINE_A + "\u0000x"}}}, timeout=WAIT)
+    check(r.get("error", {}).get("code") == -32602 and
+          "machine identity is fixed" in r["error"]["message"], "machineId + NUL: %r" % r)
+    r = a.result("initialize", {"protocolVersion": 1, "clientCapabilities": {
+        "_meta": {"peri.machineId": MACHINE_A}}}, timeout=WAIT)
+    check(r.get("protocolVersion") == 1, "initialize: %r" % r)
+    d = cwd_of(E, "nul")
+    sid = E.new(a, d)
+
+    def nul(name):
+        return {"code": -32602, "message": "%s must not contain a NUL character (U+0000)" % name}
+    table = [  # (method, params, the native host's answer)
+        ("session/new", {"cwd": d + "\u0000x", "mcpServers": []}, nul("cwd")),
+        ("session/list", {"cwd": d + "\u0000x"}, nul("cwd")),
+        ("session/list", {"cursor": "\u0000"}, nul("cursor")),
+        ("session/set_mode", {"sessionId": sid, "modeId": "plan\u0000x"}, nul("modeId")),
+        ("session/set_config_option", {"sessionId": sid, "configId": "mode",
+                                       "value": "plan\u0000x"}, nul("value")),
+        ("session/set_config_option", {"sessionId": sid, "configId": "mode\u0000y",
+                                       "value": "plan"}, nul("configId")),
+    ]
+    for method, params, want in table:
+        r = a.call(method, params, timeout=WAIT)
+        check(r.get("error") == want, "%s %r: %r, native gives %r" % (method, params, r, want))
+    a.finish()
+
+
 def s_close(E):
     E.mock.script([{"text": "one"}, {"text": ["x"], "hang": True, "hang_after": 2}])
     a = E.start()
@@ -828,6 +860,7 @@ SCENARIOS = {
     "model_errors": s_model_errors,
     "model_timeout": s_model_timeout,
     "bad_input": s_bad_input,
+    "nul_refused": s_nul_refused,
     "mcp_http": s_mcp_http,
 }
 
