@@ -16,10 +16,15 @@
  *  - stdin to the module as it arrives, the module's output to stdout, its log to stderr.
  * A local store (a path, sqlite:) is passed on: the module refuses to start with its own
  * reason (on stderr), and the command exits 1 before reading any client frame.
+ * A module that dies (a trap) ends the command at once with exit 1: the reason on stderr,
+ * and each client request it left unanswered answered -32603 (`the agent module
+ * stopped: ...`), so that no client waits for an answer that cannot come.
  */
 #include "cli/commands.h"
 #include "cli/host_env.h"
 #include "cli/store_locator.h"
+#include "peri/json.h"
+#include "peri/rpc.h"
 #include "peri/wasmhost.h"
 
 #include <ctype.h>
@@ -36,17 +41,119 @@
 #define MAX_CREDS         64
 #define CLOSE_DEADLINE_MS 10000
 
+#define FRAME_MAX ((size_t)64 << 20) /* the module's frame limit: longer lines are refused */
+
+/* One direction of newline-delimited JSON-RPC, cut into lines. A line longer than
+ * FRAME_MAX is dropped (the module refuses it with id null: nothing to track). */
+typedef struct line_cut {
+    char *p;
+    size_t len, cap;
+    bool skipping; /* inside a line longer than FRAME_MAX, until its newline */
+} line_cut;
+
+/* The client's requests the module has not answered yet, each by the compact JSON of its
+ * id: when the module dies, each is answered -32603 so that no client waits forever. */
+typedef struct pending_ids {
+    char **ids;
+    size_t n, cap;
+    bool oom; /* an id could not be kept: some request goes unanswered at a death */
+} pending_ids;
+
 typedef struct wasm_acp {
     char *grants[MAX_GRANTS];
     size_t ngrants;
     pwh_credential creds[MAX_CREDS];
     char *cred_mem[2 * MAX_CREDS]; /* the kinds and secrets above, owned */
     size_t ncreds, nmem;
-    int verbosity; /* module log levels shown: 0 error ... 3 debug */
+    int verbosity;    /* module log levels shown: 0 error ... 3 debug */
+    line_cut in, out; /* the client's frames, the module's frames */
+    pending_ids pending;
 } wasm_acp;
 
-static void on_send(void *ud, const uint8_t *data, size_t len) {
-    (void)ud;
+/* Feeds data to c, calling on_line(w, line, len) for each complete line. */
+static void cut_lines(wasm_acp *w, line_cut *c, const uint8_t *data, size_t len,
+                      void (*on_line)(wasm_acp *, const char *, size_t)) {
+    while (len > 0) {
+        const uint8_t *nl = memchr(data, '\n', len);
+        size_t k = nl ? (size_t)(nl - data) : len;
+        if (!c->skipping && c->len + k > FRAME_MAX) {
+            c->skipping = true;
+            c->len = 0;
+        }
+        if (!c->skipping) {
+            if (c->len + k > c->cap) {
+                size_t cap = c->cap ? c->cap : 4096;
+                while (cap < c->len + k)
+                    cap *= 2;
+                char *np = realloc(c->p, cap);
+                if (!np) { /* this line is lost to the tracker, not to the module */
+                    c->skipping = true;
+                    c->len = 0;
+                } else {
+                    c->p = np;
+                    c->cap = cap;
+                }
+            }
+            if (!c->skipping) {
+                memcpy(c->p + c->len, data, k);
+                c->len += k;
+            }
+        }
+        if (!nl) return;
+        if (!c->skipping && c->len) on_line(w, c->p, c->len);
+        c->skipping = false;
+        c->len = 0;
+        data += k + 1;
+        len -= k + 1;
+    }
+}
+
+/* The compact JSON of a request's id (a frame with a method and a non-null id), or of a
+ * response's id (no method, a result or an error), else NULL. Caller frees. */
+static char *frame_id(const char *line, size_t len, bool request) {
+    pj_t *v = pj_loadb(line, len, 0, NULL);
+    pj_t *id = pj_object_get(v, "id");
+    bool is_req = pj_object_get(v, "method") != NULL;
+    bool take =
+        id && !pj_is_null(id) &&
+        (request ? is_req : !is_req && (pj_object_get(v, "result") || pj_object_get(v, "error")));
+    char *t = take ? pj_dumps(id, PJ_COMPACT | PJ_ENCODE_ANY) : NULL;
+    pj_decref(v);
+    return t;
+}
+
+static void client_line(wasm_acp *w, const char *line, size_t len) {
+    char *id = frame_id(line, len, true);
+    if (!id) return;
+    pending_ids *q = &w->pending;
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 16;
+        char **np = realloc(q->ids, cap * sizeof *np);
+        if (!np) {
+            q->oom = true;
+            free(id);
+            return;
+        }
+        q->ids = np;
+        q->cap = cap;
+    }
+    q->ids[q->n++] = id;
+}
+
+static void module_line(wasm_acp *w, const char *line, size_t len) {
+    char *id = frame_id(line, len, false);
+    if (!id) return;
+    pending_ids *q = &w->pending;
+    for (size_t i = 0; i < q->n; i++) {
+        if (strcmp(q->ids[i], id) != 0) continue;
+        free(q->ids[i]);
+        q->ids[i] = q->ids[--q->n];
+        break;
+    }
+    free(id);
+}
+
+static void write_all(const char *data, size_t len) {
     while (len > 0) {
         ssize_t n = write(1, data, len);
         if (n < 0 && errno == EINTR) continue;
@@ -54,6 +161,41 @@ static void on_send(void *ud, const uint8_t *data, size_t len) {
         data += n;
         len -= (size_t)n;
     }
+}
+
+/* The module died: why, on stderr, and every request it left unanswered answered -32603
+ * (the host exits after this: nobody else would answer them). */
+static void module_died(wasm_acp *w, const char *why) {
+    fprintf(stderr, "peri acp --wasm: the agent module stopped: %s\n", why);
+    char msg[400];
+    snprintf(msg, sizeof msg, "the agent module stopped: %.300s", why);
+    pending_ids *q = &w->pending;
+    for (size_t i = 0; i < q->n; i++) {
+        pj_t *r = pj_pack("{s:s, s:o, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+                          pj_loads(q->ids[i], PJ_DECODE_ANY, NULL), "error", "code",
+                          PB_RPC_INTERNAL_ERROR, "message", msg);
+        char *t = r ? pj_dumps(r, PJ_COMPACT) : NULL;
+        if (t) {
+            write_all(t, strlen(t));
+            write_all("\n", 1);
+        }
+        free(t);
+        pj_decref(r);
+    }
+    if (q->oom) fprintf(stderr, "peri acp --wasm: some requests could not be answered\n");
+}
+
+static void wasm_acp_clear(wasm_acp *w) {
+    free(w->in.p);
+    free(w->out.p);
+    for (size_t i = 0; i < w->pending.n; i++)
+        free(w->pending.ids[i]);
+    free(w->pending.ids);
+}
+
+static void on_send(void *ud, const uint8_t *data, size_t len) {
+    cut_lines(ud, &((wasm_acp *)ud)->out, data, len, module_line);
+    write_all((const char *)data, len);
 }
 
 static void on_log(void *ud, int level, const char *text, size_t len) {
@@ -208,6 +350,7 @@ static long mono_ms(void) {
 /* The client side of serve(): stdin fed to the module as it arrives. */
 typedef struct feed {
     pwh_instance *inst;
+    wasm_acp *w;
     bool input_open;
     bool failed;         /* the module refused input: the instance is over */
     long close_deadline; /* after the end of input: when the host closes the ports */
@@ -220,6 +363,7 @@ static void on_stdin(void *arg) {
     feed *f = arg;
     ssize_t n = read(0, f->buf, sizeof f->buf);
     if (n > 0) {
+        cut_lines(f->w, &f->w->in, (const uint8_t *)f->buf, (size_t)n, client_line);
         if (pwh_input(f->inst, f->buf, (size_t)n) != PWH_OK) f->failed = true;
         return;
     }
@@ -235,10 +379,10 @@ static void on_stdin(void *arg) {
  * settlement (deadline: the host closes the ports). The loop waits on stdin and the
  * ports together, so an idle agent sleeps and a request is handled when it arrives.
  * 0 when settled cleanly. */
-static int serve(pwh_instance *inst) {
+static int serve(pwh_instance *inst, wasm_acp *w) {
     feed *f = calloc(1, sizeof *f);
     if (!f) return 1;
-    *f = (feed){.inst = inst, .input_open = true, .close_deadline = -1};
+    *f = (feed){.inst = inst, .w = w, .input_open = true, .close_deadline = -1};
     bool file = false; /* stdin epoll cannot wait on (a file, /dev/null): never blocks */
     if (pwh_watch(inst, 0, on_stdin, f) != 0) {
         if (errno != EPERM) {
@@ -273,6 +417,9 @@ static int serve(pwh_instance *inst) {
         }
         if (pwh_run_once(inst, wait) < 0) break;
     }
+    pwh_settlement se;
+    pwh_settlement_get(inst, &se);
+    if (f->failed || se.ended) module_died(w, pwh_error(inst));
     if (f->input_open) pwh_watch(inst, -1, NULL, NULL);
     free(f);
     return rc;
@@ -402,7 +549,7 @@ int peri_cmd_acp_wasm(int argc, char **argv) {
         fprintf(stderr, "peri acp --wasm: the module refused to start: %s\n", pwh_error(inst));
         goto out;
     }
-    rc = serve(inst);
+    rc = serve(inst, &w);
     /* the store never opened (the module logged why): the command failed, as native */
     const char *report = pwh_settled_report(inst);
     if (rc == 0 && report && strstr(report, "\"store\":\"failed\"")) rc = 1;
@@ -420,5 +567,6 @@ out:
     for (size_t i = 0; i < w.nmem; i++)
         free(w.cred_mem[i]);
     peri_host_start_clear(&h);
+    wasm_acp_clear(&w);
     return rc;
 }

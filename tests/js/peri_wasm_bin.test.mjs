@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { spawn, spawnSync } from "node:child_process";
 import { Sandbox, wasmTransportFactory } from "../../sdk/js/index.mjs";
-import { REPO, missing } from "./harness.mjs";
+import { BUILD, REPO, missing } from "./harness.mjs";
 
 const BIN = path.join(REPO, "sdk/js/bin/peri-wasm.mjs");
 const run = (args, input = "") => spawnSync(process.execPath, [BIN, ...args], { input, encoding: "utf8", env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
@@ -62,6 +62,42 @@ test("stdio through the host: --settings -, input, end of input, settled exit 0"
   assert.match(lines[2], /^timer 0 \d+$/);
   assert.ok(lines.includes("input_end") && lines.includes("closing"), out);
 });
+
+// A module that dies (here: the guest's `trap`) is reported by both command lines: the
+// reason on stderr, the client's unanswered request answered -32603, exit 1 at once
+// (stdin still open: the host does not wait for the client to notice).
+for (const [name, argv] of [
+  ["peri-wasm acp", (wasm) => [process.execPath, BIN, "acp", "--module", wasm]],
+  ["peri acp --wasm", (wasm) => [path.join(BUILD, "peri"), "acp", "--wasm", "--module", wasm]],
+]) {
+  test(`${name}: a module that traps is reported, its pending request answered, exit 1`, async (t) => {
+    const wasm = guestWasm();
+    if (missing(t, !wasm && "clang with a wasm32-wasi sysroot is missing")) return;
+    const [exe, ...args] = argv(wasm);
+    if (missing(t, !fs.existsSync(exe) && `${exe} is not built`)) return;
+    const child = spawn(exe, [...args, "--store", "postgresql://127.0.0.1:9/peri", "--machine-id", "m-1", "--cwd", "/w"], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { PATH: process.env.PATH, HOME: os.tmpdir() },
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    child.stdin.write('{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{}}\ntrap\n');
+    const timer = setTimeout(() => child.kill("SIGKILL"), 15000);
+    const [code, signal] = await new Promise((r) => child.on("exit", (c, s) => r([c, s])));
+    clearTimeout(timer);
+    child.stdin.destroy();
+    assert.equal(signal, null, `still running 15 s after the trap; stderr: ${err}`);
+    assert.equal(code, 1, err);
+    assert.match(err, /the agent module stopped: .*(trap|unreachable)/); // the engine names the trap
+    const answers = out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+    assert.equal(answers.length, 1, out);
+    assert.equal(answers[0].id, 7);
+    assert.equal(answers[0].error.code, -32603);
+    assert.match(answers[0].error.message, /^the agent module stopped: /);
+  });
+}
 
 test("the store password ($PGPASSWORD) reaches the module only through peri_host.credential", (t) => {
   const wasm = guestWasm();

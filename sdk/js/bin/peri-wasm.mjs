@@ -37,13 +37,80 @@ function usage(out) {
       "                     providers' and MCP servers' URLs in the settings and the\n" +
       "                     store are granted; nothing else)\n" +
       "  Exit status: 0 at the end of input; 1 when the host cannot start (the reason\n" +
-      "  on stderr) or fails; 2 usage error.\n",
+      "  on stderr) or fails, or at once when the module dies (a trap: the reason on\n" +
+      "  stderr, each unanswered request answered -32603); 2 usage error.\n",
   );
 }
 
 function fail(msg, code = 1) {
   process.stderr.write(`peri-wasm acp: ${msg}\n`);
   process.exit(code);
+}
+
+const FRAME_MAX = 64 * 1024 * 1024; // the module's frame limit: longer lines are refused
+
+/**
+ * Cuts one direction of newline-delimited JSON-RPC into lines, calling onLine(text) for
+ * each. A line longer than FRAME_MAX is dropped (the module refuses it with id null).
+ */
+function lineCutter(onLine) {
+  let parts = [];
+  let size = 0;
+  let skipping = false;
+  return (chunk) => {
+    let buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+    for (;;) {
+      const nl = buf.indexOf(10);
+      const piece = nl < 0 ? buf : buf.subarray(0, nl);
+      if (!skipping && size + piece.length > FRAME_MAX) {
+        skipping = true;
+        parts = [];
+        size = 0;
+      }
+      if (!skipping && piece.length) {
+        parts.push(piece);
+        size += piece.length;
+      }
+      if (nl < 0) return;
+      if (!skipping && size) onLine(Buffer.concat(parts, size).toString("utf8"));
+      parts = [];
+      size = 0;
+      skipping = false;
+      buf = buf.subarray(nl + 1);
+    }
+  };
+}
+
+/**
+ * The client's requests the module has not answered yet, by the JSON of their ids: when
+ * the module dies each is answered -32603, so that no client waits forever.
+ */
+function pendingRequests() {
+  const ids = new Map();
+  const parse = (line) => {
+    try {
+      const v = JSON.parse(line);
+      return v && typeof v === "object" && !Array.isArray(v) ? v : null;
+    } catch {
+      return null;
+    }
+  };
+  return {
+    client: lineCutter((line) => {
+      const v = parse(line);
+      if (v && "method" in v && v.id !== undefined && v.id !== null) ids.set(JSON.stringify(v.id), v.id);
+    }),
+    module: lineCutter((line) => {
+      const v = parse(line);
+      if (v && !("method" in v) && ("result" in v || "error" in v) && v.id !== undefined && v.id !== null)
+        ids.delete(JSON.stringify(v.id));
+    }),
+    answers(message) {
+      return [...ids.values()]
+        .map((id) => JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32603, message } }) + "\n")
+        .join("");
+    },
+  };
 }
 
 /** host:port grants for every http(s) URL in the settings (providers, MCP servers). */
@@ -271,11 +338,27 @@ async function main(argv) {
   if (storeDest) allow.push(storeDest);
 
   let host;
+  const pendingReq = pendingRequests();
+  let died = false;
+  let running = false; // a failure to start is reported by the start's own error
+  // The module died (a trap, or it exited): no answer will come from it. The reason goes
+  // to stderr, every request it left unanswered gets -32603, and the command exits 1.
+  const onExit = ({ message }) => {
+    if (died || !running) return;
+    died = true;
+    process.stderr.write(`peri-wasm acp: the agent module stopped: ${message}\n`);
+    process.stdin.pause();
+    process.stdout.write(pendingReq.answers(`the agent module stopped: ${message}`), () => process.exit(1));
+  };
   try {
     host = await WasmHost.start({
       moduleUrl: modulePath,
       start: { cwd, settings, storage: { url: store, credential: { source: "host" } }, machineId },
-      send: (b) => process.stdout.write(b),
+      send: (b) => {
+        pendingReq.module(b);
+        process.stdout.write(b);
+      },
+      onExit,
       onLog: (level, text) => process.stderr.write(`peri-wasm: ${text}\n`),
       allow,
       // secrets stay out of the start object: the module asks for them by kind
@@ -288,8 +371,14 @@ async function main(argv) {
     fail(e instanceof WasmHostError || e instanceof Error ? e.message : String(e));
   }
   process.stdout.on("error", () => {}); // a vanished client is the end of input
-  if (pending && pending.length) host.input(pending);
-  process.stdin.on("data", (d) => host.input(d));
+  running = true;
+  const feed = (d) => {
+    if (died) return; // the input after a death has nobody to go to
+    pendingReq.client(d);
+    host.input(d);
+  };
+  if (pending && pending.length) feed(pending);
+  process.stdin.on("data", feed);
   // the end may already have been seen while the settings line was read
   if (!process.stdin.readableEnded) await new Promise((resolve) => process.stdin.once("end", resolve).resume());
   host.inputEnd();
