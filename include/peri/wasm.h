@@ -45,9 +45,9 @@ typedef enum pw_trap_code {
     PW_TRAP_UNREACHABLE,
     PW_TRAP_MEM_OOB,         /* out of bounds memory access */
     PW_TRAP_TABLE_OOB,       /* out of bounds table access */
-    PW_TRAP_INT_OVERFLOW,    /* integer overflow */
+    PW_TRAP_INT_OVERFLOW,    /* integer overflow (INT_MIN / -1) */
     PW_TRAP_INVALID_CONV,    /* invalid conversion to integer */
-    PW_TRAP_DIV_ZERO,        /* integer divide by zero */
+    PW_TRAP_DIV_ZERO,        /* integer divide by zero (div_s/div_u) */
     PW_TRAP_UNINIT_ELEM,     /* uninitialized element (null in call_indirect) */
     PW_TRAP_UNDEF_ELEM,      /* undefined element (index out of table in call_indirect) */
     PW_TRAP_SIG_MISMATCH,    /* indirect call type mismatch */
@@ -61,6 +61,14 @@ typedef enum pw_trap_code {
     PW_TRAP_NULL_I31_REF,    /* null i31 reference */
     PW_TRAP_ARRAY_OOB,       /* out of bounds array access */
     PW_TRAP_HOST,            /* a host function reported a failure (message in pw_error) */
+    /* Traps the spec words like an older code but V8 words apart; added last so the
+     * codes above keep their values. */
+    PW_TRAP_REM_ZERO,      /* integer remainder by zero (spec: "integer divide by zero") */
+    PW_TRAP_CONV_OVERFLOW, /* float-to-integer truncation out of range (spec: "integer overflow") */
+    PW_TRAP_DATA_SEG_OOB,  /* array.new_data/init_data past the data segment
+                              (spec: "out of bounds memory access") */
+    PW_TRAP_ELEM_SEG_OOB,  /* array.new_elem/init_elem, table.init past the element segment
+                              (spec: "out of bounds table access") */
     PW_TRAP_COUNT_
 } pw_trap_code;
 

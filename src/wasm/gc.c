@@ -459,7 +459,7 @@ pw_trap_code pw__gc_array_init_data(pw_instance *inst, pw_array *a, uint32_t seg
     const pw_data *ds = &inst->mod->datas[seg];
     uint64_t len = inst->data_dropped[seg] ? 0 : ds->bytes.len;
     if ((uint64_t)d + n > a->len) return PW_TRAP_ARRAY_OOB;
-    if ((uint64_t)si + (uint64_t)n * a->esize > len) return PW_TRAP_MEM_OOB;
+    if ((uint64_t)si + (uint64_t)n * a->esize > len) return PW_TRAP_DATA_SEG_OOB;
     if (n)
         memcpy(a->data + (size_t)d * a->esize, inst->mod->bytes + ds->bytes.off + si,
                (size_t)n * a->esize);
@@ -470,7 +470,7 @@ pw_trap_code pw__gc_array_init_elem(pw_instance *inst, pw_array *a, uint32_t seg
                                     uint32_t si, uint32_t n) {
     uint64_t len = inst->elem_len[seg];
     if ((uint64_t)d + n > a->len) return PW_TRAP_ARRAY_OOB;
-    if ((uint64_t)si + n > len) return PW_TRAP_TABLE_OOB;
+    if ((uint64_t)si + n > len) return PW_TRAP_ELEM_SEG_OOB;
     if (n) memcpy(a->data + (size_t)d * 8, inst->elem_refs[seg] + si, (size_t)n * sizeof(pw_ref));
     return PW_TRAP_NONE;
 }
@@ -481,7 +481,7 @@ pw_trap_code pw__gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t type
     const pw_data *ds = &inst->mod->datas[seg];
     uint64_t dlen = inst->data_dropped[seg] ? 0 : ds->bytes.len;
     uint32_t es = inst->mod->code->gc_layouts[typeidx].size;
-    if ((uint64_t)off + (uint64_t)len * es > dlen) return PW_TRAP_MEM_OOB;
+    if ((uint64_t)off + (uint64_t)len * es > dlen) return PW_TRAP_DATA_SEG_OOB;
     pw_array *a = pw__gc_new_array(s, inst, typeidx, len, cur);
     if (!a) return PW_TRAP_COUNT_;
     if (len) memcpy(a->data, inst->mod->bytes + ds->bytes.off + off, (size_t)len * es);
@@ -492,7 +492,7 @@ pw_trap_code pw__gc_array_new_data(pw_store *s, pw_instance *inst, uint32_t type
 pw_trap_code pw__gc_array_new_elem(pw_store *s, pw_instance *inst, uint32_t typeidx, uint32_t seg,
                                    uint32_t off, uint32_t len, const pw_gcframe *cur,
                                    pw_array **out) {
-    if ((uint64_t)off + len > inst->elem_len[seg]) return PW_TRAP_TABLE_OOB;
+    if ((uint64_t)off + len > inst->elem_len[seg]) return PW_TRAP_ELEM_SEG_OOB;
     pw_array *a = pw__gc_new_array(s, inst, typeidx, len, cur);
     if (!a) return PW_TRAP_COUNT_;
     if (len) memcpy(a->data, inst->elem_refs[seg] + off, (size_t)len * sizeof(pw_ref));

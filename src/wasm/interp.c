@@ -90,8 +90,9 @@ static __attribute__((noinline)) pw_trap_code op_table_copy(pw_table *dt, pw_tab
 
 static __attribute__((noinline)) pw_trap_code
 op_table_init(pw_instance *inst, pw_table *t, uint32_t seg, uint32_t d, uint32_t src, uint32_t n) {
-    uint64_t len = inst->elem_len[seg];
-    if ((uint64_t)src + n > len || (uint64_t)d + n > t->size) return PW_TRAP_TABLE_OOB;
+    /* The table first: when both ranges are out, V8 reports the table. */
+    if ((uint64_t)d + n > t->size) return PW_TRAP_TABLE_OOB;
+    if ((uint64_t)src + n > inst->elem_len[seg]) return PW_TRAP_ELEM_SEG_OOB;
     if (n) memcpy(t->elems + d, inst->elem_refs[seg] + src, (size_t)n * sizeof(pw_ref));
     return PW_TRAP_NONE;
 }
@@ -796,13 +797,13 @@ L_I32_DIV_U : {
 }
 L_I32_REM_S : {
     int32_t a = S(2).i32, b = S(3).i32;
-    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    if (b == 0) TRAP(PW_TRAP_REM_ZERO);
     S(1).i32 = b == -1 ? 0 : a % b;
     NEXT(4);
 }
 L_I32_REM_U : {
     uint32_t a = S(2).u32, b = S(3).u32;
-    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    if (b == 0) TRAP(PW_TRAP_REM_ZERO);
     S(1).u32 = a % b;
     NEXT(4);
 }
@@ -821,13 +822,13 @@ L_I64_DIV_U : {
 }
 L_I64_REM_S : {
     int64_t a = S(2).i64, b = S(3).i64;
-    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    if (b == 0) TRAP(PW_TRAP_REM_ZERO);
     S(1).i64 = b == -1 ? 0 : a % b;
     NEXT(4);
 }
 L_I64_REM_U : {
     uint64_t a = S(2).u64, b = S(3).u64;
-    if (b == 0) TRAP(PW_TRAP_DIV_ZERO);
+    if (b == 0) TRAP(PW_TRAP_REM_ZERO);
     S(1).u64 = a % b;
     NEXT(4);
 }
@@ -905,7 +906,7 @@ L_F64_COPYSIGN:
     L_##n : {                                                                                      \
         __typeof__(fp->fin) a = S(2).fin;                                                          \
         if (a != a) TRAP(PW_TRAP_INVALID_CONV);                                                    \
-        if (!(a > (lo) && a < (hi))) TRAP(PW_TRAP_INT_OVERFLOW);                                   \
+        if (!(a > (lo) && a < (hi))) TRAP(PW_TRAP_CONV_OVERFLOW);                                  \
         S(1).fout = (T)a;                                                                          \
         NEXT(3);                                                                                   \
     }

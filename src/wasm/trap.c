@@ -34,6 +34,10 @@ static const struct {
     [PW_TRAP_NULL_I31_REF] = {"null i31 reference", "dereferencing a null pointer"},
     [PW_TRAP_ARRAY_OOB] = {"out of bounds array access", "array element access out of bounds"},
     [PW_TRAP_HOST] = {"host function failed", "host function failed"},
+    [PW_TRAP_REM_ZERO] = {"integer divide by zero", "remainder by zero"},
+    [PW_TRAP_CONV_OVERFLOW] = {"integer overflow", "float unrepresentable in integer range"},
+    [PW_TRAP_DATA_SEG_OOB] = {"out of bounds memory access", "data segment out of bounds"},
+    [PW_TRAP_ELEM_SEG_OOB] = {"out of bounds table access", "element segment out of bounds"},
 };
 
 const char *pw_trap_message(pw_trap_code code, pw_msg_style style) {

@@ -454,6 +454,73 @@ static void test_cpu_limit(void **st) {
     pr_host_free(h);
 }
 
+/* A trap's error is V8's text for that trap, including the ones the spec words like
+ * another trap: remainder vs division by zero, a float out of the integer range vs
+ * division overflow, and the GC segment instructions and table.init past their data
+ * or element segment vs memory and table accesses (texts as node 22 gives them). Each
+ * program's _start runs one instruction that traps (the tier is the suite's: auto,
+ * interp or jit). */
+static void test_trap_texts(void **st) {
+    pr_host *h = *st;
+    static const struct {
+        const char *body, *error;
+    } cases[] = {
+        {"(drop (i32.div_s (i32.const 1) (i32.const 0)))", "divide by zero"},
+        {"(drop (i64.div_u (i64.const 1) (i64.const 0)))", "divide by zero"},
+        {"(drop (i32.rem_s (i32.const 1) (i32.const 0)))", "remainder by zero"},
+        {"(drop (i32.rem_u (i32.const 1) (i32.const 0)))", "remainder by zero"},
+        {"(drop (i64.rem_s (i64.const 1) (i64.const 0)))", "remainder by zero"},
+        {"(drop (i64.rem_u (i64.const 1) (i64.const 0)))", "remainder by zero"},
+        {"(drop (i32.div_s (i32.const 0x80000000) (i32.const -1)))",
+         "divide result unrepresentable"},
+        {"(drop (i32.trunc_f32_s (f32.const 1e10)))", "float unrepresentable in integer range"},
+        {"(drop (i32.trunc_f64_u (f64.const -1)))", "float unrepresentable in integer range"},
+        {"(drop (i64.trunc_f64_s (f64.const 1e19)))", "float unrepresentable in integer range"},
+        {"(drop (i64.trunc_f32_u (f32.const -2)))", "float unrepresentable in integer range"},
+        {"(drop (i32.trunc_f32_s (f32.const nan)))", "float unrepresentable in integer range"},
+        {"(drop (array.new_data $b $d (i32.const 3) (i32.const 2)))", "data segment out of bounds"},
+        {"(array.init_data $b $d (array.new_default $b (i32.const 4)) (i32.const 0) (i32.const 3) "
+         "(i32.const 2))",
+         "data segment out of bounds"},
+        {"(drop (array.new_elem $f $e (i32.const 1) (i32.const 2)))",
+         "element segment out of bounds"},
+        {"(array.init_elem $f $e (array.new_default $f (i32.const 4)) (i32.const 0) (i32.const 1) "
+         "(i32.const 2))",
+         "element segment out of bounds"},
+        {"(table.init $e (i32.const 0) (i32.const 1) (i32.const 2))",
+         "element segment out of bounds"},
+        {"(table.init $e (i32.const 3) (i32.const 0) (i32.const 2))",
+         "table index is out of bounds"},
+        {"(memory.init $d (i32.const 0) (i32.const 3) (i32.const 2))",
+         "memory access out of bounds"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char wat[1024], want[256];
+        snprintf(wat, sizeof wat,
+                 "(module (type $b (array (mut i8))) (type $f (array (mut funcref)))\n"
+                 " (memory 1) (table 4 funcref) (elem $e func $nop $nop)\n"
+                 " (data $d \"\\01\\02\\03\\04\") (func $nop)\n"
+                 " (func (export \"_start\") %s))",
+                 cases[i].body);
+        uint8_t *bytes = NULL;
+        size_t n = 0;
+        pw_error we;
+        if (pw_wat_to_wasm(wat, strlen(wat), &bytes, &n, &we) != PW_OK)
+            fail_msg("wat %s: %s", cases[i].body, we.message);
+        prog p;
+        make_prog(&p, bytes, n);
+        free(bytes);
+        char *got = run4(h, "LOADER", "s", &p, "{}", NULL);
+        snprintf(want, sizeof want,
+                 "{\"ok\":false,\"stdout\":\"\",\"stderr\":\"\",\"exitCode\":1,\"error\":\"%s\","
+                 "\"files\":{}}",
+                 cases[i].error);
+        if (strcmp(got, want) != 0) fail_msg("%s:\n got  %s\n want %s", cases[i].body, got, want);
+        free(got);
+        free(p.b64);
+    }
+}
+
 /* the JIT tier gives the room the same outputs, traps and limits as the
  * interpreter (deterministic mode, so clocks and randomness cannot differ), and an
  * endless loop under the JIT stops at the CPU limit with the interpreter's message. */
@@ -714,6 +781,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_output_files_limits),
         cmocka_unit_test(test_violations),
         cmocka_unit_test(test_wasm_and_binding),
+        cmocka_unit_test(test_trap_texts),
         cmocka_unit_test(test_isolate_identity),
         cmocka_unit_test(test_room_environment),
         cmocka_unit_test(test_deterministic),

@@ -240,6 +240,21 @@ static void test_trap_messages(void **state) {
                         "divide result unrepresentable");
     assert_string_equal(pw_trap_message(PW_TRAP_INVALID_CONV, PW_MSG_V8),
                         "float unrepresentable in integer range");
+    /* Codes the spec words like another trap and V8 words apart. */
+    assert_string_equal(pw_trap_message(PW_TRAP_REM_ZERO, PW_MSG_SPEC), "integer divide by zero");
+    assert_string_equal(pw_trap_message(PW_TRAP_REM_ZERO, PW_MSG_V8), "remainder by zero");
+    assert_string_equal(pw_trap_message(PW_TRAP_INT_OVERFLOW, PW_MSG_SPEC), "integer overflow");
+    assert_string_equal(pw_trap_message(PW_TRAP_CONV_OVERFLOW, PW_MSG_SPEC), "integer overflow");
+    assert_string_equal(pw_trap_message(PW_TRAP_CONV_OVERFLOW, PW_MSG_V8),
+                        "float unrepresentable in integer range");
+    assert_string_equal(pw_trap_message(PW_TRAP_DATA_SEG_OOB, PW_MSG_SPEC),
+                        "out of bounds memory access");
+    assert_string_equal(pw_trap_message(PW_TRAP_DATA_SEG_OOB, PW_MSG_V8),
+                        "data segment out of bounds");
+    assert_string_equal(pw_trap_message(PW_TRAP_ELEM_SEG_OOB, PW_MSG_SPEC),
+                        "out of bounds table access");
+    assert_string_equal(pw_trap_message(PW_TRAP_ELEM_SEG_OOB, PW_MSG_V8),
+                        "element segment out of bounds");
     assert_string_equal(pw_trap_message(PW_TRAP_CAST_FAILURE, PW_MSG_V8), "illegal cast");
     assert_string_equal(pw_trap_message(PW_TRAP_STACK_EXHAUSTED, PW_MSG_SPEC),
                         "call stack exhausted");

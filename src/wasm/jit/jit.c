@@ -1603,7 +1603,7 @@ static void divrem(jc *c, uint32_t pos, bool w, bool sign, bool rem) {
     ld(c, w, X_RAX, SL(2));
     ld(c, w, X_RCX, SL(3));
     pw__x64_test_rr(&c->x, w, X_RCX, X_RCX);
-    trap_if(c, X_CC_E, PW_TRAP_DIV_ZERO);
+    trap_if(c, X_CC_E, rem ? PW_TRAP_REM_ZERO : PW_TRAP_DIV_ZERO);
     size_t done = 0;
     bool have_done = false;
     if (sign) {
@@ -1704,7 +1704,7 @@ static uint32_t jit_fop(uint32_t op, pw_slot *dst, const pw_slot *pa, const pw_s
     case PW_OP_##n: {                                                                              \
         __typeof__(pa->fin) a = pa->fin;                                                           \
         if (a != a) return PW_TRAP_INVALID_CONV;                                                   \
-        if (!(a > (lo) && a < (hi))) return PW_TRAP_INT_OVERFLOW;                                  \
+        if (!(a > (lo) && a < (hi))) return PW_TRAP_CONV_OVERFLOW;                                 \
         dst->fout = (Ty)a;                                                                         \
         return 0;                                                                                  \
     }
@@ -3862,7 +3862,7 @@ static bool ftrunc(jc *c, uint32_t pos, int op, uint32_t *len) {
         pw__x64_sse_rr(x, ucpfx, X_SSE_UCOMI, false, 0, 0);
         trap_if(c, X_CC_P, PW_TRAP_INVALID_CONV);
         if (u) {
-            jmp_to(c, special(c, PW_TRAP_INT_OVERFLOW));
+            jmp_to(c, special(c, PW_TRAP_CONV_OVERFLOW));
         } else {
             uint64_t lb, hb;
             if (f64) {
@@ -3876,9 +3876,9 @@ static bool ftrunc(jc *c, uint32_t pos, int op, uint32_t *len) {
                 lb = l32, hb = h32;
             }
             vconst_op(c, ucpfx, 0, X_SSE_UCOMI, 0, lb, 0);
-            trap_if(c, X_CC_BE, PW_TRAP_INT_OVERFLOW); /* a <= lo */
+            trap_if(c, X_CC_BE, PW_TRAP_CONV_OVERFLOW); /* a <= lo */
             vconst_op(c, ucpfx, 0, X_SSE_UCOMI, 0, hb, 0);
-            trap_if(c, X_CC_AE, PW_TRAP_INT_OVERFLOW); /* a >= hi */
+            trap_if(c, X_CC_AE, PW_TRAP_CONV_OVERFLOW); /* a >= hi */
             /* lo < a < hi: rax holds the minimum, a's truncation */
         }
     } else {
