@@ -2941,17 +2941,17 @@ static void test_bulk_and_tables(void **state) {
         int32_t arg;
         pw_trap_code trap; /* PW_TRAP_NONE: returns */
     } calls[] = {
-        {"fill", 65436, PW_TRAP_NONE},   {"fill", 65437, PW_TRAP_MEM_OOB},
-        {"copy", 65436, PW_TRAP_NONE},   {"copy", 65437, PW_TRAP_MEM_OOB},
-        {"init", 16, PW_TRAP_NONE},      {"init", 17, PW_TRAP_MEM_OOB},
-        {"tinit", 3, PW_TRAP_NONE},      {"tinit", 4, PW_TRAP_TABLE_OOB},
-        {"tget", 3, PW_TRAP_NONE},       {"tget", 4, PW_TRAP_TABLE_OOB},
-        {"tset", 3, PW_TRAP_NONE},       {"tset", -1, PW_TRAP_TABLE_OOB},
-        {"tfill", 2, PW_TRAP_NONE},      {"tfill", 3, PW_TRAP_TABLE_OOB},
-        {"tcopy", 2, PW_TRAP_NONE},      {"tcopy", 3, PW_TRAP_TABLE_OOB},
-        {"drop", 0, PW_TRAP_NONE},       {"init", 0, PW_TRAP_NONE},
-        {"init", 1, PW_TRAP_MEM_OOB},    {"tinit", 0, PW_TRAP_NONE},
-        {"tinit", 1, PW_TRAP_TABLE_OOB},
+        {"fill", 65436, PW_TRAP_NONE},      {"fill", 65437, PW_TRAP_MEM_OOB},
+        {"copy", 65436, PW_TRAP_NONE},      {"copy", 65437, PW_TRAP_MEM_OOB},
+        {"init", 16, PW_TRAP_NONE},         {"init", 17, PW_TRAP_MEM_OOB},
+        {"tinit", 3, PW_TRAP_NONE},         {"tinit", 4, PW_TRAP_ELEM_SEG_OOB},
+        {"tget", 3, PW_TRAP_NONE},          {"tget", 4, PW_TRAP_TABLE_OOB},
+        {"tset", 3, PW_TRAP_NONE},          {"tset", -1, PW_TRAP_TABLE_OOB},
+        {"tfill", 2, PW_TRAP_NONE},         {"tfill", 3, PW_TRAP_TABLE_OOB},
+        {"tcopy", 2, PW_TRAP_NONE},         {"tcopy", 3, PW_TRAP_TABLE_OOB},
+        {"drop", 0, PW_TRAP_NONE},          {"init", 0, PW_TRAP_NONE},
+        {"init", 1, PW_TRAP_MEM_OOB},       {"tinit", 0, PW_TRAP_NONE},
+        {"tinit", 1, PW_TRAP_ELEM_SEG_OOB},
     };
     size_t n = 0;
     uint8_t *mod = wat_module(BULK_WAT, &n);
