@@ -390,6 +390,14 @@ int pag_session_restore(pag_session *s, const char *const *message_json, size_t 
  * e.g. a plan). */
 void pag_session_replay(const pag_session *s, void (*emit)(void *, const pag_event *), void *ctx);
 size_t pag_session_history_len(const pag_session *s);
+/* Takes the last turn out of the history: its user message and everything after it (the
+ * model's view no longer holds them). For a turn that ended "refusal": ACP's refusal
+ * means the prompt and everything after it are not part of the next prompt. Call
+ * between turns, from the thread that serialises them, right after the turn (a turn
+ * that kept no user message, e.g. one a hook blocked, leaves nothing to drop; /compact
+ * and /clear forget the turn too). Returns how many messages were dropped. The host
+ * hides the same stored rows (as a rewind does), so a reload does not bring them back. */
+size_t pag_session_drop_turn(pag_session *s);
 
 typedef enum pag_turn_state {
     PAG_TURN_COMPLETED = 0,
@@ -400,7 +408,8 @@ typedef enum pag_turn_state {
 typedef struct pag_turn_result {
     pag_turn_state state;
     const char *stop_reason; /* static: end_turn, max_tokens, max_turn_requests, refusal,
-                                cancelled */
+                                cancelled; refusal: the model refused, or a
+                                UserPromptSubmit hook blocked the prompt */
     const char *error_kind;  /* static: "llm", "llm_http", "internal" (FAILED only) */
     long http_status;        /* FAILED with llm_http, else 0 */
     char message[512];

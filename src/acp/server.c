@@ -1,5 +1,6 @@
 /*
- * server.c — the ACP server loop: reads frames, routes requests to methods.c,
+ * server.c — the ACP server loop: reads frames, routes requests to methods.c (those
+ * that name a session being opened wait for the opening, in order: "held frames"),
  * matches responses to the agent's own requests (session/request_permission), and
  * is the controller's sink (events -> session/update, prompt answers).
  */
@@ -280,8 +281,6 @@ void pacp__perm_answer(pacp_outreq *r, const pb_rpc_msg *m) {
     r->outcome = pacp__perm_outcome(m->result, r->trust);
 }
 
-/* ---------------------------------------------------------------- the loop */
-
 /* ---------------------------------------------------------------- slow requests */
 
 /* Requests that open sessions: they connect MCP servers (which may be slow or hostile)
@@ -291,57 +290,213 @@ static bool is_slow(const char *method) {
            !strcmp(method, "session/resume") || !strcmp(method, "session/fork");
 }
 
+/* ---------------------------------------------------------------- held frames
+ *
+ * A client may send the next request right behind session/load (or resume) without
+ * waiting for its answer: a prompt, set_mode, close, a session/cancel. The load runs on
+ * a thread of its own, so such a frame would otherwise reach a session that is not live
+ * yet (-32002), or be undone by the load (a close answered {} and then the session live
+ * again). So while a load, resume or fork of session X runs, every later request or
+ * notification naming X (sessionId), and a $/cancel_request of a request held there, is
+ * held; once the opening answered (or failed), the opening's thread processes them in
+ * arrival order, and frames that arrive meanwhile queue behind them. The reader never
+ * waits: frames of other sessions go on at once. */
+
+#define PACP_HELD_MAX       256          /* frames held for one session */
+#define PACP_HELD_MAX_BYTES (256u << 20) /* and their size on the wire */
+
+typedef struct held_frame {
+    struct held_frame *next;
+    pb_rpc_msg m; /* owned (m.root) */
+    size_t len;
+} held_frame;
+
+typedef struct pacp_opening {
+    struct pacp_opening *next;
+    char sid[PST_ID_LEN];
+    held_frame *head, **tail;
+    size_t n, bytes;
+} pacp_opening;
+
+/* The session id a frame names: params.sessionId (or Peri's session_id) when it is a
+ * string that can be an id (no NUL, shorter than PST_ID_LEN); else NULL. */
+static const char *named_sid(const pb_rpc_msg *m) {
+    pj_t *v = pj_object_get(m->params, "sessionId");
+    if (!v) v = pj_object_get(m->params, "session_id");
+    const char *sv = pj_string_value(v);
+    if (!sv || !*sv || strlen(sv) != pj_string_length(v) || pj_string_length(v) >= PST_ID_LEN)
+        return NULL;
+    return sv;
+}
+
+/* (srv->mu held) */
+static pacp_opening *opening_of(pacp_server *srv, const char *sid) {
+    for (pacp_opening *o = srv->openings; sid && o; o = o->next)
+        if (!strcmp(o->sid, sid)) return o;
+    return NULL;
+}
+
+/* The opening that holds a request with this id (srv->mu held). */
+static pacp_opening *holding_request(pacp_server *srv, pj_t *rid) {
+    for (pacp_opening *o = rid ? srv->openings : NULL; o; o = o->next)
+        for (held_frame *f = o->head; f; f = f->next)
+            if (f->m.kind == PB_RPC_REQUEST && f->m.id && pj_equal(f->m.id, rid)) return o;
+    return NULL;
+}
+
+/* Registers an opening of sid (srv->mu held); NULL when out of memory. */
+static pacp_opening *opening_add(pacp_server *srv, const char *sid) {
+    pacp_opening *o = calloc(1, sizeof *o);
+    if (!o) return NULL;
+    snprintf(o->sid, sizeof o->sid, "%s", sid);
+    o->tail = &o->head;
+    o->next = srv->openings;
+    srv->openings = o;
+    return o;
+}
+
+/* Unlinks and frees o, which holds nothing (srv->mu held). */
+static void opening_drop(pacp_server *srv, pacp_opening *o) {
+    for (pacp_opening **p = &srv->openings; *p; p = &(*p)->next)
+        if (*p == o) {
+            *p = o->next;
+            break;
+        }
+    free(o);
+}
+
+/* Holds *m (taken: left empty) when it names a session being opened. 1: held; 0: not
+ * held (process it now); -1: it should be held but there is no room (answered or
+ * dropped here). */
+static int maybe_hold(pacp_server *srv, pb_rpc_msg *m, size_t len) {
+    if (m->kind != PB_RPC_REQUEST && m->kind != PB_RPC_NOTIFICATION) return 0;
+    pthread_mutex_lock(&srv->mu);
+    if (!srv->openings) {
+        pthread_mutex_unlock(&srv->mu);
+        return 0;
+    }
+    pacp_opening *o = opening_of(srv, named_sid(m));
+    if (!o && m->kind == PB_RPC_NOTIFICATION && !strcmp(m->method, "$/cancel_request"))
+        o = holding_request(srv, pj_object_get(m->params, "requestId"));
+    if (!o) {
+        pthread_mutex_unlock(&srv->mu);
+        return 0;
+    }
+    held_frame *f = NULL;
+    if (o->n < PACP_HELD_MAX && o->bytes + len <= PACP_HELD_MAX_BYTES &&
+        (f = calloc(1, sizeof *f))) {
+        f->m = *m;
+        f->len = len;
+        memset(m, 0, sizeof *m);
+        *o->tail = f;
+        o->tail = &f->next;
+        o->n++;
+        o->bytes += len;
+    }
+    char sid[PST_ID_LEN];
+    snprintf(sid, sizeof sid, "%s", o->sid);
+    pthread_mutex_unlock(&srv->mu);
+    if (f) return 1;
+    if (m->kind == PB_RPC_REQUEST) {
+        pacp_reply rep = {0};
+        char msg[160];
+        snprintf(msg, sizeof msg, "too many requests wait for session %s to open", sid);
+        pacp__reply_error(&rep, PACP_INTERNAL_ERROR, msg);
+        pacp__send_reply(srv, m->id, &rep);
+    } else {
+        pb_log(&srv->log, PB_LOG_ERROR, "acp: %s dropped: too many frames wait for session %s",
+               m->method, sid);
+    }
+    return -1;
+}
+
 typedef struct slow_job {
     pacp_server *srv;
     char *method;
     pj_t *params, *id;
+    char sid[PST_ID_LEN]; /* the session it opens or copies ("" : none known, session/new) */
 } slow_job;
 
-static void slow_run(slow_job *j) {
+/* Runs a slow request to its answer on the calling thread. */
+static void slow_request(pacp_server *srv, const char *method, pj_t *params, pj_t *id) {
     pacp_reply rep = {0};
-    pacp__dispatch(j->srv, j->method, j->params, &rep);
-    pacp__send_reply(j->srv, j->id, &rep);
+    pacp__dispatch(srv, method, params, &rep);
+    pacp__send_reply(srv, id, &rep);
     /* available_commands_update must follow the session/new answer. */
-    if (rep.announce[0]) pct_session_announce(j->srv->ctl, rep.announce);
-    if (rep.answered[0]) pct_session_answered(j->srv->ctl, rep.answered);
+    if (rep.announce[0]) pct_session_announce(srv->ctl, rep.announce);
+    if (rep.answered[0]) pct_session_answered(srv->ctl, rep.answered);
+}
+
+static void process(pacp_server *srv, pb_rpc_msg *m, bool on_slow_thread);
+
+/* The opening of sid answered: its held frames, in order, on this thread (a held load
+ * of the same session runs here too, so what follows it waits for it as well); the
+ * opening ends when none is left. */
+static void release_held(pacp_server *srv, const char *sid) {
+    for (;;) {
+        pthread_mutex_lock(&srv->mu);
+        pacp_opening *o = opening_of(srv, sid);
+        held_frame *f = o ? o->head : NULL;
+        if (o && !f) opening_drop(srv, o);
+        if (f) {
+            o->head = f->next;
+            if (!o->head) o->tail = &o->head;
+            o->n--;
+            o->bytes -= f->len;
+        }
+        pthread_mutex_unlock(&srv->mu);
+        if (!f) return;
+        process(srv, &f->m, true);
+        pb_rpc_clear(&f->m);
+        free(f);
+    }
+}
+
+static void slow_free(slow_job *j) {
     free(j->method);
     pj_decref(j->params);
     pj_decref(j->id);
+    free(j);
 }
 
 static void *slow_main(void *arg) {
     slow_job *j = arg;
     pacp_server *srv = j->srv;
-    slow_run(j);
-    free(j);
+    slow_request(srv, j->method, j->params, j->id);
+    if (j->sid[0]) release_held(srv, j->sid);
+    slow_free(j);
     pb_count_leave(&srv->mu, &srv->cv, &srv->slow_running);
     return NULL;
 }
 
-/* Starts a slow request on its own thread; false when it must run here instead. */
-static bool start_slow(pacp_server *srv, const char *method, pj_t *params, pj_t *id) {
+/* Starts a slow request on its own thread; false when it must run here instead. A load,
+ * resume or fork naming a session holds the frames that name it until it answered. */
+static bool start_slow(pacp_server *srv, const pb_rpc_msg *m) {
     slow_job *j = calloc(1, sizeof *j);
     if (!j) return false;
     *j = (slow_job){.srv = srv,
-                    .method = strdup(method),
-                    .params = params ? pj_deep_copy(params) : NULL,
-                    .id = id ? pj_deep_copy(id) : NULL};
-    bool ok = j->method && (!params || j->params) && (!id || j->id);
+                    .method = strdup(m->method),
+                    .params = m->params ? pj_deep_copy(m->params) : NULL,
+                    .id = m->id ? pj_deep_copy(m->id) : NULL};
+    const char *sid = strcmp(m->method, "session/new") ? named_sid(m) : NULL;
+    if (sid) snprintf(j->sid, sizeof j->sid, "%s", sid);
+    bool ok = j->method && (!m->params || j->params) && (!m->id || j->id);
     if (ok) {
         pthread_mutex_lock(&srv->mu);
-        srv->slow_running++;
+        /* (no opening of sid exists: a frame naming it would have been held) */
+        pacp_opening *o = sid ? opening_add(srv, sid) : NULL;
+        ok = !sid || o;
+        if (ok) srv->slow_running++;
         pthread_mutex_unlock(&srv->mu);
-        if (pb_thread_detached(slow_main, j) != 0) {
+        if (ok && pb_thread_detached(slow_main, j) != 0) {
+            pthread_mutex_lock(&srv->mu);
+            if (o) opening_drop(srv, o); /* nothing was held: the reader is here */
+            pthread_mutex_unlock(&srv->mu);
             pb_count_leave(&srv->mu, &srv->cv, &srv->slow_running);
             ok = false;
         }
     }
-    if (!ok) {
-        free(j->method);
-        pj_decref(j->params);
-        pj_decref(j->id);
-        free(j);
-    }
+    if (!ok) slow_free(j);
     return ok;
 }
 
@@ -350,47 +505,53 @@ static bool wait_slow(pacp_server *srv, long ms) {
     return pb_count_wait(&srv->mu, &srv->cv, &srv->slow_running, ms) == 0;
 }
 
-static void on_frame(pacp_server *srv, const char *line, size_t len) {
-    pb_rpc_msg m;
-    pb_rpc_decode(line, len, PACP_RPC_RULES, &m);
+/* One frame, now: from the reader, or from the thread of an opening that held it
+ * (on_slow_thread: a slow request then runs right here, in order). */
+static void process(pacp_server *srv, pb_rpc_msg *m, bool on_slow_thread) {
     pacp_reply rep = {0};
-    switch (m.kind) {
+    switch (m->kind) {
     case PB_RPC_INVALID:
-        pacp__reply_error(&rep, m.err_code, m.err_msg);
-        pacp__send_reply(srv, m.id, &rep);
+        pacp__reply_error(&rep, m->err_code, m->err_msg);
+        pacp__send_reply(srv, m->id, &rep);
         break;
-    case PB_RPC_RESPONSE: pacp__on_response(srv, &m); break;
+    case PB_RPC_RESPONSE: pacp__on_response(srv, m); break;
     case PB_RPC_NOTIFICATION:
-        if (!strcmp(m.method, "session/cancel")) {
-            if (pj_is_object(m.params)) pacp__cancel(srv, m.params);
-        } else if (!strcmp(m.method, "$/cancel_request")) {
-            cancel_request(srv, m.params);
+        if (!strcmp(m->method, "session/cancel")) {
+            if (pj_is_object(m->params)) pacp__cancel(srv, m->params);
+        } else if (!strcmp(m->method, "$/cancel_request")) {
+            cancel_request(srv, m->params);
         }
         /* Other notifications (unknown or extension) are ignored, per ACP. */
         break;
     case PB_RPC_REQUEST: {
         prompt_token *tok = NULL;
-        if (!strcmp(m.method, "session/prompt")) {
+        if (!strcmp(m->method, "session/prompt")) {
             tok = calloc(1, sizeof *tok);
             if (tok) {
                 tok->srv = srv;
-                tok->id = pj_copy(m.id);
+                tok->id = pj_copy(m->id);
             }
             if (!tok || !tok->id) {
                 free(tok);
                 pacp__reply_error(&rep, PACP_INTERNAL_ERROR, "out of memory");
-                pacp__send_reply(srv, m.id, &rep);
+                pacp__send_reply(srv, m->id, &rep);
                 break;
             }
         }
-        if (!tok && is_slow(m.method) && start_slow(srv, m.method, m.params, m.id)) break;
+        if (!tok && is_slow(m->method)) {
+            if (on_slow_thread) {
+                slow_request(srv, m->method, m->params, m->id);
+                break;
+            }
+            if (start_slow(srv, m)) break;
+        }
         rep.prompt_token = tok;
         if (tok) {
             /* Registered before dispatch: the answer may come before dispatch returns. Only
              * an id that fits whole is kept (one with a NUL byte or too long for an id names
              * no session: dispatch refuses it), so the token never names a cut-off id. */
-            pj_t *sidv = pj_object_get(m.params, "sessionId");
-            if (!sidv) sidv = pj_object_get(m.params, "session_id");
+            pj_t *sidv = pj_object_get(m->params, "sessionId");
+            if (!sidv) sidv = pj_object_get(m->params, "session_id");
             const char *sv = pj_string_value(sidv);
             if (sv && strlen(sv) == pj_string_length(sidv) &&
                 pj_string_length(sidv) < sizeof tok->sid)
@@ -400,20 +561,26 @@ static void on_frame(pacp_server *srv, const char *line, size_t len) {
             srv->prompts = tok;
             pthread_mutex_unlock(&srv->mu);
         }
-        pacp__dispatch(srv, m.method, m.params, &rep);
+        pacp__dispatch(srv, m->method, m->params, &rep);
         if (rep.deferred) break;
         if (tok) {
             forget_prompt(srv, tok);
             pj_decref(tok->id);
             free(tok);
         }
-        pacp__send_reply(srv, m.id, &rep);
+        pacp__send_reply(srv, m->id, &rep);
         /* available_commands_update must follow the session/new answer. */
         if (rep.announce[0]) pct_session_announce(srv->ctl, rep.announce);
         if (rep.answered[0]) pct_session_answered(srv->ctl, rep.answered);
         break;
     }
     }
+}
+
+static void on_frame(pacp_server *srv, const char *line, size_t len) {
+    pb_rpc_msg m;
+    pb_rpc_decode(line, len, PACP_RPC_RULES, &m);
+    if (maybe_hold(srv, &m, len) == 0) process(srv, &m, false);
     pb_rpc_clear(&m);
 }
 

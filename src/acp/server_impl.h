@@ -63,6 +63,10 @@ typedef struct pacp_server {
      * servers and read the store): the reading thread never waits on them. Guarded by
      * mu; EOF waits for them (bounded) before the controller goes. */
     int slow_running;
+    /* The sessions those threads open (load, resume) or copy (fork) now, each with the
+     * frames that named it since, held in arrival order until the opening answered
+     * (server.c; guarded by mu). */
+    struct pacp_opening *openings;
 } pacp_server;
 
 /* A reply: exactly one of result / error. */

@@ -138,6 +138,7 @@ static int push_marker(turn *t, const char *text) {
     }
     t->s->view = t->s->nhist - 1;
     t->s->usage_tokens = 0;
+    t->s->turn_start = SIZE_MAX; /* no turn to drop behind a marker */
     return 0;
 }
 

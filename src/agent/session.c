@@ -41,6 +41,7 @@ pag_session *pag_session_new(const pag_session_config *cfg, const pag_ports *por
     atomic_init(&s->turn_gen, 0);
     atomic_init(&s->mode, PAG_MODE_DEFAULT);
     s->cancelp = &s->cancel;
+    s->turn_start = SIZE_MAX;
     if (pag__chain_build(&s->chain, s, ports->middlewares, ports->nmiddlewares) != 0) {
         pag_session_free(s); /* an unknown or repeated middleware name */
         return NULL;
@@ -89,6 +90,21 @@ int pag__hist_push(pag_session *s, pm_message *m) {
 
 size_t pag_session_history_len(const pag_session *s) {
     return s->nhist;
+}
+
+size_t pag_session_drop_turn(pag_session *s) {
+    size_t from = s->turn_start;
+    s->turn_start = SIZE_MAX;
+    if (from >= s->nhist) return 0;
+    size_t n = s->nhist - from;
+    for (size_t i = from; i < s->nhist; i++)
+        pm_message_clear(&s->hist[i]);
+    s->nhist = from;          /* (the view starts before the turn's messages: it stays) */
+    if (s->usage_at > from) { /* the report covered what is gone */
+        s->usage_tokens = 0;
+        s->usage_at = 0;
+    }
+    return n;
 }
 
 const pag_tool_info *pag__tool_find(const pag_session *s, const char *name) {

@@ -47,6 +47,10 @@ struct pag_session {
     atomic_int *cancelp; /* &cancel, or a parent's flag for a subagent */
     atomic_int mode;     /* pag_mode */
     size_t view;         /* the model sees hist[view..nhist) */
+    /* hist[turn_start] is the user message of the last turn that kept one (SIZE_MAX:
+     * none since that turn began, or it was dropped): what pag_session_drop_turn takes
+     * away after a refusal. Turn thread only. */
+    size_t turn_start;
     _Atomic uint64_t turn_gen;
     /* Last usage report: the model said hist[0..usage_at) cost usage_tokens. */
     int64_t usage_tokens;

@@ -427,6 +427,9 @@ static void start(pag_turn *t) {
     set_result(t, PAG_TURN_COMPLETED, "end_turn");
     int blocked = prompt_hooks(t, &t->user);
     if (blocked) { /* the prompt never started a turn: no Stop either */
+        /* ACP's "refusal": the prompt is not part of the conversation (it never reached
+         * the history, so no later request holds it) */
+        set_result(t, PAG_TURN_COMPLETED, "refusal");
         if (blocked < 0) fail_oom(t);
         t->ph = PH_DONE;
         return;
@@ -496,6 +499,7 @@ pag_turn *pag_turn_new(pag_session *s, pm_message *user) {
     t->user = *user;
     t->user.role = PM_ROLE_USER;
     pm_message_init(user, PM_ROLE_USER);
+    s->turn_start = SIZE_MAX; /* this turn has kept no message yet */
     t->ph = PH_START;
     return t;
 }
@@ -727,11 +731,13 @@ void pag_turn_persist_done(pag_turn *t, int rc) {
         t->ph = ph == PH_USER_PERSIST ? PH_DONE : PH_RECEIVE;
         return;
     }
+    size_t at = t->s->nhist;
     if (batch_push(t)) {
         fail_oom(t);
         t->ph = ph == PH_USER_PERSIST ? PH_DONE : PH_RECEIVE;
         return;
     }
+    if (ph == PH_USER_PERSIST) t->s->turn_start = at; /* what pag_session_drop_turn drops */
     if (ph == PH_ANSWER_PERSIST) set_result(t, PAG_TURN_COMPLETED, t->answer_stop);
     t->ph = PH_RECEIVE;
 }

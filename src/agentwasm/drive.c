@@ -227,7 +227,8 @@ static void answer_turn(paw_sess *s, const pag_turn_result *r) {
     s->prompt_id = NULL;
 }
 
-/* The session's title was stored: the client hears it (the session may be gone). */
+/* The session's title was stored (or cleared: title ""): the client hears it (the
+ * session may be gone). */
 typedef struct title_op {
     paw *p;
     char sid[PST_ID_LEN];
@@ -238,40 +239,60 @@ static void titled(void *ud, pst_remote_result *res) {
     title_op *t = ud;
     paw_sess *s = paw__sess_find(t->p, t->sid);
     if (res->status == PST_OK && s) {
+        /* ACP: title null clears the client's title */
         pag_event ev = {.kind = PAG_EV_SESSION_INFO,
-                        .title = t->title,
+                        .title = t->title[0] ? t->title : NULL,
                         .used = t->p->h.ports->wall_ms(t->p->h.ports->ctx)};
         paw__emit(s, &ev);
     }
     free(t);
 }
 
-/* The first prompt names an untitled session, as natively: its first line, at most 60
- * bytes, cut between UTF-8 characters. */
-static void maybe_title(paw_sess *s, const pm_message *msg) {
+/* Stores title (NULL: clears it) as the session's; the client hears it once stored. */
+static bool rename_session(paw_sess *s, const char *title) {
+    title_op *t = calloc(1, sizeof *t);
+    if (!t) return false;
+    t->p = s->p;
+    memcpy(t->sid, s->id, PST_ID_LEN);
+    snprintf(t->title, sizeof t->title, "%s", title ? title : "");
+    pst_error e = {0};
+    if (pst_remote_thread_rename(s->p->store, s->id, title, titled, t, &e) != PST_OK) {
+        free(t);
+        return false;
+    }
+    return true;
+}
+
+/* The first prompt the history keeps names an untitled session, as natively: its first
+ * line, at most 60 bytes, cut between UTF-8 characters. Kept here at the turn's start;
+ * given once the prompt is stored (a prompt a hook blocked names nothing). */
+static void title_next(paw_sess *s, const pm_message *msg) {
+    s->title_next[0] = '\0';
     const char *text = NULL;
     for (size_t i = 0; i < msg->nparts && !text; i++)
         if (msg->parts[i].kind == PM_PART_TEXT) text = msg->parts[i].text;
-    if (s->titled || !text || !s->p->store_ready) return;
+    if (s->titled || !text) return;
     size_t n = strcspn(text, "\n");
     if (n > 60) n = 60;
     while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
         n--;
-    title_op *t = n ? calloc(1, sizeof *t) : NULL;
-    if (!t) return;
-    t->p = s->p;
-    memcpy(t->sid, s->id, PST_ID_LEN);
-    memcpy(t->title, text, n);
-    pst_error e = {0};
-    if (pst_remote_thread_rename(s->p->store, s->id, t->title, titled, t, &e) != PST_OK) {
-        free(t);
-        return;
+    memcpy(s->title_next, text, n);
+    s->title_next[n] = '\0';
+}
+
+/* The turn's prompt was stored: it names the session when nothing did. */
+static void name_session(paw_sess *s) {
+    if (!s->titled && s->title_next[0] && s->p->store_ready && rename_session(s, s->title_next)) {
+        s->titled = true;
+        s->titled_now = true;
     }
-    s->titled = true;
+    s->title_next[0] = '\0';
 }
 
 static void start_turn(paw_sess *s, pj_t *id, pm_message *msg) {
-    maybe_title(s, msg);
+    title_next(s, msg);
+    s->titled_now = false;
+    s->kept_from = s->kept_to = 0;
     pag_session_begin_turn(s->agent); /* a fresh generation, the cancel flag lowered */
     s->turn = pag_turn_new(s->agent, msg);
     if (!s->turn) {
@@ -288,8 +309,63 @@ static void start_turn(paw_sess *s, pj_t *id, pm_message *msg) {
     step(s);
 }
 
-/* The turn ended: answer it, then the next queued prompt, or the close. */
+static void turn_done(paw_sess *s, const pag_turn_result *r);
+
+/* The refused turn's rows are hidden in the store: now its answer. */
+static void refused_hidden(void *ud, pst_remote_result *res) {
+    paw_sess *s = ud;
+    if (res->status != PST_OK)
+        paw__log(s->p, 0, "session %s: the refused turn could not be hidden: %s", s->id,
+                 res->error.message);
+    pag_turn_result r = s->refused;
+    turn_done(s, &r);
+}
+
+/* A refused turn (ACP: the prompt and everything after it are not part of the next
+ * prompt) leaves the history: the agent's now, its stored rows [from, to] hidden in the
+ * thread's meta as a rewind hides them (so a load neither replays them nor gives them to
+ * the model), and a name it gave is taken back. True when the answer waits for the meta
+ * to be stored (refused_hidden answers it). */
+static bool refused(paw_sess *s, const pag_turn_result *r, int64_t from, int64_t to, bool named) {
+    if (r->state != PAG_TURN_COMPLETED || !r->stop_reason || strcmp(r->stop_reason, "refusal"))
+        return false;
+    if (pag_session_drop_turn(s->agent) == 0 || from <= 0 || s->read_only) return false;
+    if (named && rename_session(s, NULL)) s->titled = false;
+    if (!pj_is_object(s->meta)) {
+        pj_decref(s->meta);
+        s->meta = pj_object();
+    }
+    pj_t *h = pj_object_get(s->meta, "hidden");
+    if (!pj_is_array(h)) {
+        h = pj_array();
+        if (!h || pj_object_set_new(s->meta, "hidden", h) != 0) h = NULL;
+    }
+    if (!h || pj_array_append_new(h, pj_pack("[I, I]", (pj_int_t)from, (pj_int_t)to)) != 0) {
+        paw__log(s->p, 0, "session %s: out of memory hiding the refused turn", s->id);
+        return false;
+    }
+    pst_error e = {0};
+    if (paw__sess_save_meta(s, refused_hidden, s, &e) != PST_OK) {
+        paw__log(s->p, 0, "session %s: the refused turn could not be hidden: %s", s->id, e.message);
+        return false;
+    }
+    s->refused = *r;
+    return true;
+}
+
+/* The turn ended: a refused one leaves the history first; then its answer. */
 static void turn_finished(paw_sess *s, const pag_turn_result *r) {
+    int64_t from = s->kept_from, to = s->kept_to;
+    bool named = s->titled_now;
+    s->kept_from = s->kept_to = 0;
+    s->titled_now = false;
+    s->title_next[0] = '\0';
+    if (refused(s, r, from, to, named)) return;
+    turn_done(s, r);
+}
+
+/* Answers the turn, then the next queued prompt, or the close. */
+static void turn_done(paw_sess *s, const pag_turn_result *r) {
     pag_turn_result copy = *r;
     answer_turn(s, &copy);
     paw__telemetry_turn(s, &copy);
@@ -509,6 +585,12 @@ static void on_persisted(void *ud, pst_remote_result *res) {
     s->persisting = false;
     if (res->status != PST_OK)
         paw__log(s->p, 0, "session %s: could not persist: %s", s->id, res->error.message);
+    if (res->status == PST_OK && s->persist_user) { /* the turn's prompt is kept */
+        s->kept_from = s->kept_to = res->value;
+        name_session(s);
+    } else if (res->status == PST_OK && s->kept_from > 0 && res->value > 0) {
+        s->kept_to = res->value + (int64_t)s->persist_n - 1;
+    }
     pag_turn_persist_done(s->turn, res->status == PST_OK ? 0 : -1);
     step(s);
 }
@@ -538,6 +620,9 @@ static bool persist(paw_sess *s, const pag_effect *fx) {
         pag_turn_persist_done(s->turn, -1);
         return false;
     }
+    /* (the turn's user message is the only user-role batch a turn persists) */
+    s->persist_user = n > 0 && fx->persist.msgs[0].role == PM_ROLE_USER;
+    s->persist_n = n;
     s->persisting = true;
     return true;
 }

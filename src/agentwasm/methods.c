@@ -395,6 +395,8 @@ static pj_t *load_result(const pend *q, const char *owner) {
     return r;
 }
 
+static bool row_hidden(pj_t *hidden, int64_t seq);
+
 static void load_messages(void *ud, pst_remote_result *res) {
     pend *q = ud;
     paw *p = q->p;
@@ -424,11 +426,16 @@ static void load_messages(void *ud, pst_remote_result *res) {
         return;
     }
     if (pag_session_history_len(s->agent) == 0 && res->messages.count) {
+        /* rows a rewind or a refusal hid (meta "hidden") are not part of the history */
+        pj_t *meta = q->meta ? pj_loads(q->meta, 0, NULL) : NULL;
+        pj_t *hidden = pj_object_get(meta, "hidden");
         const char **txt = calloc(res->messages.count, sizeof *txt);
-        size_t skipped = 0;
+        size_t skipped = 0, n = 0;
         for (size_t i = 0; txt && i < res->messages.count; i++)
-            txt[i] = res->messages.items[i].content;
-        if (!txt || pag_session_restore(s->agent, txt, res->messages.count, &skipped) != 0)
+            if (!pj_is_array(hidden) || !row_hidden(hidden, res->messages.items[i].seq))
+                txt[n++] = res->messages.items[i].content;
+        pj_decref(meta);
+        if (!txt || (n && pag_session_restore(s->agent, txt, n, &skipped) != 0))
             paw__log(p, 0, "session %s: history could not be restored", s->id);
         if (skipped) paw__log(p, 1, "session %s: %zu history rows skipped", s->id, skipped);
         free(txt);
@@ -812,7 +819,8 @@ static void fork_copied(void *ud, pst_remote_result *res) {
     answer_opened(q, s, pj_pack("{s:s}", "sessionId", s->id));
 }
 
-/* Rows a rewind hid (meta "hidden": [[from, to], ...]) stay behind in a fork. */
+/* Rows a rewind or a refusal hid (meta "hidden": [[from, to], ...]): not loaded, and
+ * they stay behind in a fork. */
 static bool row_hidden(pj_t *hidden, int64_t seq) {
     size_t i;
     pj_t *r;

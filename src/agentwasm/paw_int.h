@@ -128,6 +128,15 @@ struct paw_sess {
     char *frozen;           /* the system prompt kept in the thread's meta */
     pj_t *meta;             /* the thread's meta as stored (owned); written back whole with the
                                session's options (mode, model), so keys of other hosts survive */
+    /* the running turn: the name its prompt gives an untitled session once the prompt is
+     * stored ("": none), whether it gave it, and the stored rows of the turn from its user
+     * message on (first/last seq; 0: none), which a refusal hides */
+    char title_next[64];
+    bool titled_now;
+    int64_t kept_from, kept_to;
+    bool persist_user; /* the PERSIST in flight holds the turn's user message */
+    size_t persist_n;
+    pag_turn_result refused; /* a refused turn, answered once its rows are hidden */
     /* a model chosen for this session (set_config_option model); NULL: the instance's */
     pm_client *model;
     char *model_spec;

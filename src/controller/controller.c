@@ -370,7 +370,8 @@ pag_permission pct__port_ask(void *ctx, const pag_event *call, atomic_int *cance
     }
 }
 
-int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_t n, pst_error *e) {
+int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_t n,
+                 int64_t *first_seq, pst_error *e) {
     pst_message_in in[2];
     char *json[2] = {NULL, NULL};
     int rc = -1;
@@ -380,7 +381,7 @@ int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_
         if (!json[i]) goto out;
         in[i] = (pst_message_in){.role = pm_role_name(msgs[i].role), .content = json[i]};
     }
-    rc = pst_messages_append(store, id, in, n, NULL, e) == PST_OK ? 0 : -2;
+    rc = pst_messages_append(store, id, in, n, first_seq, e) == PST_OK ? 0 : -2;
 out:
     free(json[0]);
     free(json[1]);
@@ -390,7 +391,10 @@ out:
 static int port_persist(void *ctx, const pm_message *msgs, size_t n) {
     pct_sess *s = ctx;
     pst_error e;
-    int rc = pct__persist(s->c->store, s->id, msgs, n, &e);
+    int64_t first = 0;
+    int rc = pct__persist(s->c->store, s->id, msgs, n, &first, &e);
+    /* the turn's user message is the only user-role batch the agent persists */
+    if (rc == 0) pct__turn_stored(s, n > 0 && msgs[0].role == PM_ROLE_USER, first, n);
     if (rc != -2) return rc;
     atomic_store(&s->persist_bad, true); /* close reports it until the store answers */
     pb_log(&s->c->log, PB_LOG_ERROR, "persisting session %s failed: %s", s->id, e.message);

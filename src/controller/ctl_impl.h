@@ -46,6 +46,14 @@ typedef struct pct_sess {
     pthread_mutex_t emit_mu;
     uint64_t gate_gen; /* events of turns <= gate_gen are dropped */
     bool titled;
+    /* The running turn (worker thread only): the text that names an untitled session
+     * once the turn stores its user message (borrowed; NULL: this turn names nothing),
+     * whether this turn named it (a rename clears it, from any thread), and the stored
+     * rows of the turn from its user message on (first/last seq; 0: none), which a
+     * refusal hides. */
+    const char *title_src;
+    atomic_bool titled_now;
+    int64_t kept_from, kept_to;
     pmcp_pool *mcp; /* the builtin Workspace server (configured servers: ext); closed on release */
     pag_tool_info *tools; /* builtin + MCP tools; the agent's ports point here */
     size_t ntools;
@@ -230,10 +238,11 @@ void pct__emit_agent(pct_sess *s, pag_event *ev, const char *agent_id);
 /* The ids of turn number n / attempt number n of epoch e ("turn-<e>-<n>"). */
 void pct__turn_id(char out[48], uint64_t epoch, uint64_t n);
 void pct__attempt_id(char out[48], uint64_t epoch, uint64_t n);
-/* Appends msgs (at most two) to the stored thread id as history rows: 0 when stored, -1
- * when they could not be encoded (nothing written), -2 when the store refused (e says
- * why). */
-int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_t n, pst_error *e);
+/* Appends msgs (at most two) to the stored thread id as history rows: 0 when stored
+ * (*first_seq, when given: the first row's seq), -1 when they could not be encoded
+ * (nothing written), -2 when the store refused (e says why). */
+int pct__persist(pst_store *store, const char *id, const pm_message *msgs, size_t n,
+                 int64_t *first_seq, pst_error *e);
 /* err (when given) gets status st and msg, cut to 250 bytes; returns st. */
 pct_status pct__fail(pct_error *err, pct_status st, const char *msg);
 /* The closing guard: PCT_CLOSING ("Session is closing") unless s is open. Every
@@ -241,6 +250,16 @@ pct_status pct__fail(pct_error *err, pct_status st, const char *msg);
 pct_status pct__sess_guard(pct_sess *s, pct_error *err);
 /* True when stored row `seq` is hidden by a rewind (hidden: the JSON array text). */
 bool pct__row_hidden(const char *hidden, int64_t seq);
+/* Appends the stored rows [from, to] to the session's hidden ranges and saves the meta
+ * (the rewind's rule). 0; -1 out of memory (nothing changed); -2 the store refused the
+ * meta (logged; this instance hides them all the same). */
+int pct__hide_rows(pct_sess *s, int64_t from, int64_t to);
+/* The persist port stored a batch (first row first_seq) of the running turn; user: it
+   is the turn's user message. turns.c: the session is named from it, its rows counted. */
+void pct__turn_stored(pct_sess *s, bool user, int64_t first_seq, size_t n);
+/* After each turn of the worker (a goal continuation's too): a refused turn leaves the
+ * history (the agent's, and its stored rows are hidden) and names nothing. */
+void pct__turn_end(pct_sess *s, const pag_turn_result *r);
 /* PCT_FOREIGN (err filled, naming the owner) when the stored session `id` belongs to
  * another machine; PCT_OK when it is ours or not stored. */
 pct_status pct__check_owner(pct_controller *c, const char *id, pct_error *err);

@@ -5,8 +5,10 @@
  * Invariants: stored message rows are never rewritten or deleted here. A rewind records
  * the range of rows it drops in the thread's meta ("hidden": [[from_seq, to_seq], ...])
  * and makes the session live again from the rows that remain, so the new history state
- * is a new epoch and the old rows stay readable in the store. Every entry point refuses
- * a closing session ("Session is closing") and another machine's session (read-only).
+ * is a new epoch and the old rows stay readable in the store. A refused turn's rows are
+ * hidden by the same rule (pct__hide_rows, from turns.c), in the same epoch: the live
+ * agent forgets the turn itself (pag_session_drop_turn). Every entry point refuses a
+ * closing session ("Session is closing") and another machine's session (read-only).
  */
 #include "controller/ctl_impl.h"
 
@@ -35,6 +37,35 @@ bool pct__row_hidden(const char *hidden, int64_t seq) {
     }
     pj_decref(arr);
     return h;
+}
+
+/* The hidden ranges of s with [from, to] appended (JSON text, malloc'd; s->mu held), or
+ * NULL when out of memory. */
+static char *hidden_plus(const pct_sess *s, int64_t from, int64_t to) {
+    pj_t *arr = s->hidden ? pj_loads(s->hidden, 0, NULL) : pj_array();
+    if (!pj_is_array(arr)) {
+        pj_decref(arr);
+        arr = pj_array();
+    }
+    if (arr && pj_array_append_new(arr, pj_pack("[I, I]", (pj_int_t)from, (pj_int_t)to)) != 0) {
+        pj_decref(arr);
+        return NULL;
+    }
+    char *txt = arr ? pj_dumps(arr, PJ_COMPACT) : NULL;
+    pj_decref(arr);
+    return txt;
+}
+
+int pct__hide_rows(pct_sess *s, int64_t from, int64_t to) {
+    pthread_mutex_lock(&s->mu);
+    char *txt = hidden_plus(s, from, to);
+    if (txt) {
+        free(s->hidden);
+        s->hidden = txt;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!txt) return -1;
+    return pct__save_meta(s) == 0 ? 0 : -2;
 }
 
 /* The session to change: live (then open and writable) or, when not live, stored and
@@ -81,7 +112,8 @@ pct_status pct_session_rename(pct_controller *c, const char *id, const char *tit
         return pct__fail(err, PCT_FAILED, "store: the title could not be saved");
     }
     if (s) {
-        s->titled = true; /* the first prompt no longer names it */
+        s->titled = true;                    /* the first prompt no longer names it */
+        atomic_store(&s->titled_now, false); /* nor does a refusal take this name back */
         pag_event ev = {.kind = PAG_EV_SESSION_INFO, .title = title, .used = pb_wall_ms()};
         pct__emit(s, &ev);
         pct__sess_release(s);
@@ -160,25 +192,9 @@ pct_status pct_session_rewind(pct_controller *c, const char *id, int turns, int 
     char *mcp = NULL;
     if (rc == PCT_OK) {
         /* The new state: the old ranges plus this one, kept with the session's meta. */
-        pj_t *arr = s->hidden ? pj_loads(s->hidden, 0, NULL) : pj_array();
-        if (!pj_is_array(arr)) {
-            pj_decref(arr);
-            arr = pj_array();
-        }
-        pj_array_append_new(arr, pj_pack("[I, I]", (pj_int_t)from, (pj_int_t)to));
-        char *txt = arr ? pj_dumps(arr, PJ_COMPACT) : NULL;
-        pj_decref(arr);
         mcp = s->mcp_json ? strdup(s->mcp_json) : NULL;
-        if (!txt || (s->mcp_json && !mcp)) {
-            free(txt);
+        if ((s->mcp_json && !mcp) || pct__hide_rows(s, from, to) == -1)
             rc = pct__fail(err, PCT_FAILED, "out of memory");
-        } else {
-            pthread_mutex_lock(&s->mu);
-            free(s->hidden);
-            s->hidden = txt;
-            pthread_mutex_unlock(&s->mu);
-            pct__save_meta(s);
-        }
     }
     pct__sess_release(s);
     if (rc != PCT_OK) {

@@ -122,7 +122,10 @@ void pct__goal_command(pct_sess *s, uint64_t gen, const char *args) {
 
 void pct__goal_continue(pct_sess *s, pag_turn_result *r) {
     int max = s->c->settings->goal_max_continuations;
-    for (int k = 1; k <= max && r->state == PAG_TURN_COMPLETED; k++) {
+    /* (a refusal, of the model or of a hook, is no reason to go on) */
+    for (int k = 1; k <= max && r->state == PAG_TURN_COMPLETED &&
+                    !(r->stop_reason && !strcmp(r->stop_reason, "refusal"));
+         k++) {
         bool met = false;
         char *goal = pag_session_goal(s->agent, &met);
         if (!goal || met) {
@@ -140,6 +143,7 @@ void pct__goal_continue(pct_sess *s, pag_turn_result *r) {
             .kind = PAG_EV_USER_TEXT, .turn = pag_session_turn_gen(s->agent), .text = text};
         pct__emit(s, &ev);
         pag_session_turn(s->agent, text, r); /* a cancel ends it at its first Receive */
+        pct__turn_end(s, r);
         free(text);
     }
 }

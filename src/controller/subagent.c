@@ -75,7 +75,7 @@ static pag_permission c_ask(void *ctx, const pag_event *call, atomic_int *cancel
 static int c_persist(void *ctx, const pm_message *msgs, size_t n) {
     child *ch = ctx;
     pst_error e;
-    return pct__persist(ch->parent->c->store, ch->id, msgs, n, &e) == 0 ? 0 : -1;
+    return pct__persist(ch->parent->c->store, ch->id, msgs, n, NULL, &e) == 0 ? 0 : -1;
 }
 
 /* The task call's progress: an in_progress update whose content is the child's text so

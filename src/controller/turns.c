@@ -69,7 +69,9 @@ static void terminal(pct_sess *s, void *token, const char *turn_id, const char *
 static const pag_turn_result cancelled_result = {.state = PAG_TURN_INTERRUPTED,
                                                  .stop_reason = "cancelled"};
 
-/* The first prompt names an untitled session (first line, at most 60 bytes). */
+/* The first prompt the history keeps names an untitled session (first line, at most 60
+ * bytes): called once the turn stored its user message, so a prompt a hook blocked names
+ * nothing (and a refused turn takes its name back, pct__turn_end). */
 static void maybe_title(pct_sess *s, const char *text, uint64_t gen) {
     if (s->titled || !text) return;
     char title[64];
@@ -84,8 +86,45 @@ static void maybe_title(pct_sess *s, const char *text, uint64_t gen) {
     pst_error pe;
     if (pst_thread_rename(s->c->store, s->id, title, &pe) != PST_OK) return;
     s->titled = true;
+    atomic_store(&s->titled_now, true);
     pag_event ev = {.kind = PAG_EV_SESSION_INFO, .turn = gen, .title = title, .used = pb_wall_ms()};
     pct__emit(s, &ev);
+}
+
+void pct__turn_stored(pct_sess *s, bool user, int64_t first_seq, size_t n) {
+    if (user) {
+        s->kept_from = first_seq;
+        s->kept_to = first_seq;
+        maybe_title(s, s->title_src, pag_session_turn_gen(s->agent));
+        s->title_src = NULL; /* one name per turn */
+    }
+    if (s->kept_from > 0 && n > 0 && first_seq > 0) s->kept_to = first_seq + (int64_t)n - 1;
+}
+
+void pct__turn_end(pct_sess *s, const pag_turn_result *r) {
+    int64_t from = s->kept_from, to = s->kept_to;
+    bool named = atomic_exchange(&s->titled_now, false);
+    s->kept_from = s->kept_to = 0;
+    s->title_src = NULL;
+    if (r->state != PAG_TURN_COMPLETED || !r->stop_reason || strcmp(r->stop_reason, "refusal"))
+        return;
+    /* ACP: after a refusal the prompt and everything after it are not part of the next
+     * prompt. The agent forgets the turn; its stored rows stay, hidden as a rewind hides
+     * them, so a load neither replays them nor gives them to the model. */
+    if (pag_session_drop_turn(s->agent) == 0 || from <= 0) return;
+    if (pct__hide_rows(s, from, to) == -1)
+        pb_log(&s->c->log, PB_LOG_ERROR, "session %s: the refused turn could not be hidden", s->id);
+    if (named) { /* the session was named from the refused prompt: unnamed again */
+        pst_error pe;
+        if (pst_thread_rename(s->c->store, s->id, NULL, &pe) == PST_OK) {
+            s->titled = false;
+            /* ACP: a session_info_update with title null clears the client's title */
+            pag_event ev = {.kind = PAG_EV_SESSION_INFO,
+                            .turn = pag_session_turn_gen(s->agent),
+                            .used = pb_wall_ms()};
+            pct__emit(s, &ev);
+        }
+    }
 }
 
 /* A worker leaves: it was counted in s->workers and, answered, in s->finishing. */
@@ -154,8 +193,10 @@ static void *worker(void *arg) {
     s->tel_start_ms = pb_wall_ms();
     s->tel_in = s->tel_out = s->tel_calls = 0;
     if (!pct__command_run(s, &j->msg, &r)) {
-        maybe_title(s, j->text, gen);
+        s->title_src = j->text; /* names the session once the turn stores the message */
+        s->kept_from = s->kept_to = 0;
         pag_session_turn_message(s->agent, &j->msg, &r);
+        pct__turn_end(s, &r);
         pct__goal_continue(s, &r); /* an unmet goal: on its own, up to the bound */
         char *spec = s->c->tel ? pct__current_model(s) : NULL;
         pct__tel_turn(s, &r, spec); /* queued for the exporter, never waited on */

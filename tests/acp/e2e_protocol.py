@@ -1122,12 +1122,144 @@ def s_workspace_uri(E):
     check(a.close_stdin() == 0, "exit")
 
 
+# ---------------------------------------------------------------- pipelined requests
+
+def pipelined(a, *frames):
+    """Sends every frame in one write, none waiting for an answer (frames: (id or None,
+    method, params)); returns the answers of the requests, by id."""
+    a.send_raw("\n".join(json.dumps(dict({"jsonrpc": "2.0", "method": m, "params": p},
+                                          **({"id": i} if i is not None else {})))
+                          for i, m, p in frames))
+    return {i: a.response(i) for i, _, _ in frames if i is not None}
+
+
+def s_pipelined(E):
+    """A request sent right behind session/load (or resume) naming the same session waits
+    for the load, and runs after it, in order: a prompt, set_mode, close, delete, a
+    session/cancel; another session's requests do not wait."""
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"text": "one"}])
+    check(a.response(prompt(a, sid, "p")).get("result") == {"stopReason": "end_turn"}, "first")
+    check(a.close_stdin() == 0, "exit")
+    load = {"sessionId": sid, "cwd": E.cwd, "mcpServers": []}
+    ptext = {"sessionId": sid, "prompt": [{"type": "text", "text": "q"}]}
+
+    # load + prompt: the prompt continues the loaded history
+    b = E.agent()
+    E.mock.script([{"text": "two"}])
+    r = pipelined(b, (1, "session/load", load), (2, "session/prompt", ptext))
+    check("result" in r[1], "load %r" % r[1])
+    check(r[2].get("result") == {"stopReason": "end_turn"}, "pipelined prompt %r" % r[2])
+    texts = [json.dumps(m.get("content")) for m in E.mock.requests()[-1]["body"]["messages"]]
+    check(texts[-3:] == ['"p"', '"one"', '"q"'],
+          "the prompt did not see the loaded history: %r" % texts[-3:])
+    check(b.close_stdin() == 0, "exit")
+
+    # resume + set_mode + prompt; the mode holds for the prompt and is stored
+    b = E.agent()
+    E.mock.script([{"text": "three"}])
+    r = pipelined(b, (1, "session/resume", load),
+                  (2, "session/set_mode", {"sessionId": sid, "modeId": "plan"}),
+                  (3, "session/prompt", ptext))
+    check("result" in r[1] and r[2].get("result") == {}, "resume + set_mode %r" % r)
+    check(r[3].get("result") == {"stopReason": "end_turn"}, "prompt %r" % r[3])
+    check("Plan mode" in json.dumps(E.mock.requests()[-1]["body"]["messages"][0]),
+          "the prompt ran before set_mode")
+    check(b.close_stdin() == 0, "exit")
+    b = E.agent()
+    got = b.result("session/load", load)
+    check(got["modes"]["currentModeId"] == "plan", "mode not stored: %r" % got.get("modes"))
+    check(b.result("session/close", {"sessionId": sid}) == {}, "close")
+
+    # load + close: the session is closed, not live again behind the close's answer;
+    # a request of another session goes on meanwhile
+    other = E.new_session(b)
+    r = pipelined(b, (1, "session/load", load), (2, "session/close", {"sessionId": sid}),
+                  (3, "session/set_mode", {"sessionId": other, "modeId": "plan"}))
+    check("result" in r[1] and r[2].get("result") == {} and r[3].get("result") == {},
+          "load + close %r" % r)
+    e = b.call("session/prompt", ptext).get("error", {})
+    check(e.get("code") == -32002, "the closed session is live again: %r" % e)
+
+    # load + prompt + session/cancel: the cancel reaches the prompt (the model hangs)
+    E.mock.script([{"hang": True, "hang_after": 2}])
+    b.send_raw("\n".join(json.dumps(f) for f in (
+        {"jsonrpc": "2.0", "id": 1, "method": "session/load", "params": load},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": ptext},
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})))
+    check("result" in b.response(1), "load")
+    check(b.response(2).get("result") == {"stopReason": "cancelled"}, "cancel lost")
+    # load + prompt + $/cancel_request of that prompt
+    E.mock.script([{"hang": True, "hang_after": 2}])
+    b.send_raw("\n".join(json.dumps(f) for f in (
+        {"jsonrpc": "2.0", "id": 5, "method": "session/load", "params": load},
+        {"jsonrpc": "2.0", "id": 6, "method": "session/prompt", "params": ptext},
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 6}})))
+    check("result" in b.response(5), "load")
+    check(b.response(6).get("result") == {"stopReason": "cancelled"}, "cancel_request lost")
+
+    # load + delete: gone, not live again
+    r = pipelined(b, (7, "session/load", load), (8, "session/delete", {"sessionId": sid}))
+    check("result" in r[7] and r[8].get("result") == {}, "load + delete %r" % r)
+    lst = b.result("session/list", {"cwd": E.cwd})["sessions"]
+    check(sid not in [x["sessionId"] for x in lst], "deleted session listed %r" % lst)
+    e = b.call("session/prompt", ptext).get("error", {})
+    check(e.get("code") == -32002, "the deleted session is live: %r" % e)
+    # a load that fails: what waited behind it gets its own answer
+    r = pipelined(b, (9, "session/load", load), (10, "session/set_mode",
+                                                 {"sessionId": sid, "modeId": "default"}))
+    check(r[9].get("error", {}).get("code") == -32002 and
+          r[10].get("error", {}).get("code") == -32002, "failed load %r" % r)
+    check(b.close_stdin() == 0, "exit")
+
+
+# ---------------------------------------------------------------- refusal
+
+def s_refusal(E):
+    """A refused turn (stopReason refusal) is not part of the conversation: the next
+    request does not hold it, a load does not replay it, and the name it gave the session
+    is taken back; the stored rows stay, hidden (as after a rewind)."""
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"tool_calls": [{"id": "r1", "name": "list", "arguments": {}}]},
+                   {"text": "I can't help with that", "stop": "refusal"},
+                   {"text": "sure"}, {"text": "second"}])
+    t0 = time.monotonic()
+    r = a.response(prompt(a, sid, "forbidden request"))
+    check(r.get("result") == {"stopReason": "refusal"}, "refusal %r" % r)
+    info = [u.get("title", "absent") for _, u in a.updates(sid, t0)
+            if u["sessionUpdate"] == "session_info_update"]
+    check(info == ["forbidden request", None], "the refused prompt's name stays: %r" % info)
+    lst = a.result("session/list", {"cwd": E.cwd})["sessions"]
+    check([x.get("title") for x in lst if x["sessionId"] == sid] == [None], "list %r" % lst)
+    check(a.response(prompt(a, sid, "next")).get("result") == {"stopReason": "end_turn"}, "next")
+    msgs = json.dumps(E.mock.requests()[-1]["body"]["messages"])
+    check("forbidden" not in msgs and "can't help" not in msgs and '"next"' in msgs,
+          "the refused turn went to the model: %s" % msgs[:600])
+    lst = a.result("session/list", {"cwd": E.cwd})["sessions"]
+    check([x.get("title") for x in lst if x["sessionId"] == sid] == ["next"], "list %r" % lst)
+    check(a.close_stdin() == 0, "exit")
+    b = E.agent()
+    t0 = time.monotonic()
+    b.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    replay = json.dumps([u for _, u in b.updates(sid, t0)])
+    check("forbidden" not in replay and "can't help" not in replay and "sure" in replay,
+          "replay %s" % replay[:600])
+    check(b.response(prompt(b, sid, "again")).get("result") == {"stopReason": "end_turn"}, "again")
+    msgs = json.dumps(E.mock.requests()[-1]["body"]["messages"])
+    check("forbidden" not in msgs and '"next"' in msgs, "after load: %s" % msgs[:600])
+    fork = b.result("session/fork", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    check(fork["sessionId"] != sid, "fork")
+    check(b.close_stdin() == 0, "exit")
+
+
 SCENARIOS = {"attachments": s_attachments, "options": s_options, "discover": s_discover,
              "ids": s_ids, "terminal": s_terminal, "queue": s_queue,
              "retry_cancel": s_retry_cancel, "extensions": s_extensions, "closing": s_closing,
              "close_honest": s_close_honest, "mcp_start": s_mcp_start, "auth": s_auth,
              "history_format": s_history_format, "input_nul": s_input_nul,
-             "workspace_uri": s_workspace_uri}
+             "workspace_uri": s_workspace_uri, "pipelined": s_pipelined, "refusal": s_refusal}
 
 
 def main():

@@ -847,6 +847,75 @@ def s_mcp_http(E):
         ws.stop()
 
 
+def s_refusal(E):
+    """A refused turn is not part of the conversation (docs/acp.md "Refusal"): the next
+    request does not hold it, a new process's load does not replay it, the name the
+    refused prompt gave is taken back."""
+    E.mock.script([{"text": "I can't help with that", "stop": "refusal"},
+                   {"text": "sure"}, {"text": "again"}])
+    cwd = cwd_of(E, "refusal")
+    a = E.start()
+    sid = E.new(a, cwd)
+    check(turn(a, sid, "forbidden request").get("result") == {"stopReason": "refusal"},
+          "refusal")
+    check(turn(a, sid, "next").get("result") == {"stopReason": "end_turn"}, "next")
+    msgs = json.dumps(E.mock.requests()[-1]["body"]["messages"])
+    check("forbidden" not in msgs and "can't help" not in msgs, "sent: %s" % msgs[:500])
+    info = [u.get("title", "absent") for _, u in a.updates(sid)
+            if u["sessionUpdate"] == "session_info_update"]
+    check(info == ["forbidden request", None, "next"], "titles %r" % info)
+    lst = a.result("session/list", {"cwd": cwd}, timeout=WAIT)["sessions"]
+    check([x.get("title") for x in lst] == ["next"], "list %r" % lst)
+    a.finish()
+    b = E.start()
+    b.result("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []}, timeout=WAIT)
+    ups = b.updates(sid)
+    check(text_of(ups, "user_message_chunk") == "next" and text_of(ups) == "sure",
+          "replayed: %r" % ups)
+    check(turn(b, sid, "more").get("result") == {"stopReason": "end_turn"}, "more")
+    msgs = json.dumps(E.mock.requests()[-1]["body"]["messages"])
+    check("forbidden" not in msgs and "sure" in msgs, "sent after load: %s" % msgs[:500])
+    b.finish()
+
+
+def s_pipelined(E):
+    """Requests sent right behind session/load, naming the session, run after it in order
+    (docs/acp.md "Requests sent behind an opening")."""
+    E.mock.script([{"text": "one"}, {"text": "two"}])
+    cwd = cwd_of(E, "pipelined")
+    a = E.start()
+    sid = E.new(a, cwd)
+    check(turn(a, sid, "p").get("result") == {"stopReason": "end_turn"}, "first")
+    a.finish()
+    b = E.start()
+    load = {"sessionId": sid, "cwd": cwd, "mcpServers": []}
+    b.send_raw("\n".join(json.dumps(f) for f in (
+        {"jsonrpc": "2.0", "id": 1, "method": "session/load", "params": load},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/set_mode",
+         "params": {"sessionId": sid, "modeId": "plan"}},
+        {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+         "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "q"}]}})))
+    check("result" in b.response(1, WAIT), "load")
+    check(b.response(2, WAIT).get("result") == {}, "set_mode")
+    r = b.response(3, WAIT)
+    check(r.get("result") == {"stopReason": "end_turn"}, "prompt %r" % r)
+    msgs = E.mock.requests()[-1]["body"]["messages"]
+    texts = [m.get("content") for m in msgs if m["role"] != "system"]
+    check(json.dumps(texts[-3:]) == json.dumps(["p", "one", "q"]), "history %r" % texts)
+    check("Plan mode" in json.dumps(msgs[0]), "the prompt ran before set_mode")
+    check(b.result("session/close", {"sessionId": sid}, timeout=WAIT) == {}, "close")
+    # load + close: closed, not live again behind the close's answer
+    b.send_raw("\n".join(json.dumps(f) for f in (
+        {"jsonrpc": "2.0", "id": 5, "method": "session/load", "params": load},
+        {"jsonrpc": "2.0", "id": 6, "method": "session/close", "params": {"sessionId": sid}})))
+    check("result" in b.response(5, WAIT), "load")
+    check(b.response(6, WAIT).get("result") == {}, "close")
+    r = b.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]},
+               timeout=WAIT)
+    check(r.get("error", {}).get("code") == -32002, "closed session is live: %r" % r)
+    b.finish()
+
+
 SCENARIOS = {
     "initialize": s_initialize,
     "prompt_stream": s_prompt_stream,
@@ -862,6 +931,8 @@ SCENARIOS = {
     "bad_input": s_bad_input,
     "nul_refused": s_nul_refused,
     "mcp_http": s_mcp_http,
+    "refusal": s_refusal,
+    "pipelined": s_pipelined,
 }
 
 

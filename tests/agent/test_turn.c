@@ -53,6 +53,11 @@ static const answer FINAL = {
             SSE("{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"done.\"},\"finish_reason\":"
                 "\"stop\"}]}") SSE("[DONE]")};
 
+static const answer REFUSED = {
+    200, NULL,
+    SSE("{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"I can't help with that.\"},"
+        "\"finish_reason\":\"content_filter\"}]}") SSE("[DONE]")};
+
 /* ---------------------------------------------------------------- the harness */
 
 typedef struct harness {
@@ -68,6 +73,7 @@ typedef struct harness {
     long waits[4];
     size_t nwaits;
     int max_attempt;
+    size_t last_nmessages; /* the messages of the last model request */
 } harness;
 
 static void add(char *buf, size_t cap, size_t *len, const char *fmt, const char *a, const char *b,
@@ -133,6 +139,7 @@ static pm_status h_reason(void *ctx, const pm_request *req, pm_event_fn fn, void
                           atomic_int *cancel, pm_response *out, pm_error *err) {
     (void)cancel;
     harness *h = ctx;
+    h->last_nmessages = req->nmessages;
     pm_call *call = pm_call_new(h->client, req, true, err);
     if (!call) return err->status;
     pm_status st;
@@ -446,6 +453,38 @@ static void test_free_midway(void **state) {
     unmake(&h, s);
 }
 
+/* A refused turn (here after a tool step) leaves the history whole when the host drops
+ * it: the next request holds the turns before it and the new prompt, nothing of it. */
+static void test_refusal_dropped(void **state) {
+    (void)state;
+    static const answer *const script[] = {&FINAL, &FINAL, &TOOLS, &REFUSED, &FINAL};
+    harness h;
+    pag_session *s = make(&h, script, 5);
+    pag_turn_result r;
+    pag_session_turn(s, "first", &r);
+    assert_string_equal(r.stop_reason, "end_turn");
+    assert_int_equal(pag_session_drop_turn(s), 2); /* any turn (a host drops refusals) */
+    pag_session_begin_turn(s);
+    pag_session_turn(s, "first", &r);
+    assert_int_equal(pag_session_history_len(s), 2);
+    pag_session_begin_turn(s);
+    pag_session_turn(s, "forbidden", &r);
+    assert_int_equal(r.state, PAG_TURN_COMPLETED);
+    assert_string_equal(r.stop_reason, "refusal");
+    assert_int_equal(pag_session_history_len(s), 6); /* user, tools step, refusal */
+    assert_int_equal(pag_session_drop_turn(s), 4);
+    assert_int_equal(pag_session_history_len(s), 2);
+    assert_int_equal(pag_session_drop_turn(s), 0); /* once */
+    pag_session_begin_turn(s);
+    pag_session_turn(s, "next", &r);
+    assert_string_equal(r.stop_reason, "end_turn");
+    assert_int_equal(h.last_nmessages, 3); /* first, its answer, next */
+    char *last = pag_session_last_answer(s);
+    assert_string_equal(last, "All done.");
+    free(last);
+    unmake(&h, s);
+}
+
 int main(void) {
     pm_global_init();
     const struct CMUnitTest tests[] = {
@@ -456,6 +495,7 @@ int main(void) {
         cmocka_unit_test(test_retries_used_up),
         cmocka_unit_test(test_persist_failure),
         cmocka_unit_test(test_free_midway),
+        cmocka_unit_test(test_refusal_dropped),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pm_global_cleanup();

@@ -81,6 +81,39 @@ def s_hook_context(E):
           "context not in the request: %r" % user_texts(body))
 
 
+def s_hook_block(E):
+    # a UserPromptSubmit hook blocks a prompt: ACP's refusal, and the prompt is nowhere:
+    # not in the model's requests, not the session's name (sent or stored), not replayed
+    E.settings(hooks_settings({"UserPromptSubmit": [{"hooks": [{
+        "type": "command",
+        "command": "if grep -q hunter2; then echo 'no secrets here' >&2; exit 2; fi"}]}]}))
+    a = E.agent()
+    sid = E.new_session(a)
+    E.mock.script([{"text": "hello back"}])
+    r = a.response(prompt(a, sid, "my password is hunter2"))
+    check(r.get("result") == {"stopReason": "refusal"}, "blocked prompt answered %r" % r)
+    said = "".join(u["content"].get("text", "") for _, u in a.updates(sid)
+                   if u["sessionUpdate"] == "agent_message_chunk")
+    check("Prompt blocked by a hook: no secrets here" in said, "the user saw %r" % said)
+    check(not E.mock.requests(), "the model was called")
+    lst = a.result("session/list", {"cwd": E.cwd})["sessions"]  # (an empty one is not listed)
+    check([x.get("title") for x in lst if x["sessionId"] == sid] in ([], [None]), "list %r" % lst)
+    ended(a, prompt(a, sid, "hello there"))
+    check(not any("hunter2" in t for t in user_texts(E.mock.requests()[-1]["body"])),
+          "the blocked prompt reached the model")
+    titles = [u.get("title") for _, u in a.updates(sid)
+              if u["sessionUpdate"] == "session_info_update"]
+    check(titles == ["hello there"], "titles sent %r" % titles)
+    lst = a.result("session/list", {"cwd": E.cwd})["sessions"]
+    check([x.get("title") for x in lst if x["sessionId"] == sid] == ["hello there"],
+          "list %r" % lst)
+    check(a.close_stdin() == 0, "exit")
+    b = E.agent()
+    t0 = time.monotonic()
+    b.result("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
+    check("hunter2" not in json.dumps(b.updates(sid, t0)), "the blocked prompt was replayed")
+
+
 def s_hook_timeout(E):
     E.settings(hooks_settings({"PreToolUse": [{"hooks": [{
         "type": "command", "command": "sleep 60", "timeout": 1}]}]}))
@@ -551,7 +584,7 @@ def s_bg_restart(E):
     check(not task_events(b, sid), "an old task's update was delivered again")
 
 
-SCENARIOS = {"hook_deny": s_hook_deny, "hook_context": s_hook_context,
+SCENARIOS = {"hook_deny": s_hook_deny, "hook_context": s_hook_context, "hook_block": s_hook_block,
              "hook_timeout": s_hook_timeout, "hook_project": s_hook_project,
              "hook_project_mcp": s_hook_project_mcp,
              "hook_mcp": s_hook_mcp, "hook_cancel": s_hook_cancel,

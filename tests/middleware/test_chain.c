@@ -354,8 +354,10 @@ static void test_prompt_blocked(void **state) {
     pag_turn_result r;
     turn(s, "tell me", &r);
     assert_int_equal(r.state, PAG_TURN_COMPLETED);
-    assert_int_equal(f.at, 0); /* the model was never called */
+    assert_string_equal(r.stop_reason, "refusal"); /* ACP: not part of the conversation */
+    assert_int_equal(f.at, 0);                     /* the model was never called */
     assert_int_equal(pag_session_history_len(s), 0);
+    assert_int_equal(pag_session_drop_turn(s), 0); /* nothing of it to drop */
     pag_session_free(s);
     pag_hooks_free(h);
 }
