@@ -232,7 +232,7 @@ typedef enum pag_event_kind {
     PAG_EV_TOOL_UPDATE,   /* tool progress/result: tool_call_id, status, text, raw_input */
     PAG_EV_USAGE,         /* used, size */
     PAG_EV_COMMANDS,      /* available commands changed (host-emitted; none offered yet) */
-    PAG_EV_SESSION_INFO,  /* title (may be NULL), used = updatedAt in Unix ms */
+    PAG_EV_SESSION_INFO,  /* title (NULL: unchanged), used = updatedAt in Unix ms */
     PAG_EV_PLAN,          /* content_json = ACP PlanEntry[] JSON text */
     PAG_EV_MODE,          /* text = the current mode id */
     PAG_EV_CONFIG,        /* content_json = ACP SessionConfigOption[] JSON text */

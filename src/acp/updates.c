@@ -139,7 +139,9 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
         break;
     case PAG_EV_CONFIG: u = list_update("config_option_update", "configOptions", ev); break;
     case PAG_EV_SESSION_INFO:
-        u = pj_pack("{s:s, s:s?, s:o}", "sessionUpdate", "session_info_update", "title", ev->title,
+        /* no title (a background task's start or end): the member is left out, since a
+         * null title tells the client to clear the one it shows */
+        u = pj_pack("{s:s, s:s*, s:o}", "sessionUpdate", "session_info_update", "title", ev->title,
                     "updatedAt", pacp__iso_time(ev->used));
         break;
     }

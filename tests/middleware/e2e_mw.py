@@ -490,6 +490,12 @@ def s_bg_shell(E):
     ended(a, prompt(a, sid, "another"))
     u = wait_task(a, sid, "task-2", "completed")[1]["params"]["update"]
     check(u["_meta"]["peri.task"]["exitCode"] == 0, "end %r" % u)
+    # a task's start and end leave the session's title alone: no "title" member (null
+    # would clear it in the client)
+    info = [u for _, u in a.updates(sid) if u["sessionUpdate"] == "session_info_update"
+            and "peri.task" in (u.get("_meta") or {})]
+    check(len(info) >= 4 and not [u for u in info if "title" in u],
+          "task updates carry a title %r" % [u.get("title", "-") for u in info])
     E.mock.script([{"tool_calls": [{"id": "w2", "name": "task_wait", "arguments": {
         "task_id": "task-2"}}]}, {"text": "ok"}])
     ended(a, prompt(a, sid, "result"))
