@@ -358,7 +358,8 @@ static void load_or_resume(pacp_server *srv, pj_t *params, pacp_reply *r, bool r
     if (r->result) add_options(srv, sid, r->result);
     if (r->result) snprintf(r->answered, sizeof r->answered, "%s", sid);
     char owner[PST_ID_LEN];
-    if (r->result && pct_session_read_only(srv->ctl, sid, owner)) {
+    bool read_only = r->result && pct_session_read_only(srv->ctl, sid, owner);
+    if (read_only) {
         /* another machine's session: open here for reading only */
         pj_t *meta = pj_object_get(r->result, "_meta");
         if (!pj_is_object(meta)) {
@@ -378,7 +379,11 @@ static void load_or_resume(pacp_server *srv, pj_t *params, pacp_reply *r, bool r
         }
         pj_object_set_new(meta, "peri.readOnly", pj_true());
         pj_object_set_new(meta, "peri.historyFormat", pj_integer(fmt));
+        read_only = true;
     }
+    /* a reopened session takes prompts as a new one does: its slash commands follow the
+     * answer (a read-only one runs none) */
+    if (r->result && !read_only) snprintf(r->announce, sizeof r->announce, "%s", sid);
 }
 
 /* ---------------------------------------------------------------- fork, modes, config */

@@ -422,7 +422,7 @@ static void slow_request(pacp_server *srv, const char *method, pj_t *params, pj_
     pacp_reply rep = {0};
     pacp__dispatch(srv, method, params, &rep);
     pacp__send_reply(srv, id, &rep);
-    /* available_commands_update must follow the session/new answer. */
+    /* available_commands_update must follow the answer that opened the session. */
     if (rep.announce[0]) pct_session_announce(srv->ctl, rep.announce);
     if (rep.answered[0]) pct_session_answered(srv->ctl, rep.answered);
 }
@@ -569,7 +569,7 @@ static void process(pacp_server *srv, pb_rpc_msg *m, bool on_slow_thread) {
             free(tok);
         }
         pacp__send_reply(srv, m->id, &rep);
-        /* available_commands_update must follow the session/new answer. */
+        /* available_commands_update must follow the answer that opened the session. */
         if (rep.announce[0]) pct_session_announce(srv->ctl, rep.announce);
         if (rep.answered[0]) pct_session_answered(srv->ctl, rep.answered);
         break;

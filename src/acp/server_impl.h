@@ -77,7 +77,7 @@ typedef struct pacp_reply {
     pj_t *data;
     void *prompt_token;        /* in: the route of the session/prompt answer */
     bool deferred;             /* session/prompt: answered later by the controller */
-    char announce[PST_ID_LEN]; /* session/new: announce this session after the reply */
+    char announce[PST_ID_LEN]; /* new/load/resume/fork: its commands follow the reply */
     char answered[PST_ID_LEN]; /* new/load/resume/fork: the reply named this session (its
                                   MCP status may follow: pct_session_answered) */
 } pacp_reply;

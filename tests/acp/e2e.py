@@ -349,7 +349,11 @@ def s_load(E):
     rid = b.request("session/load", {"sessionId": sid, "cwd": E.cwd, "mcpServers": []})
     t_resp, r = b.wait(lambda f: f.get("id") == rid, what="load response")
     check(r.get("result") is not None, "load %r" % r)
-    ups = [(t, u) for t, u in b.updates(sid)]
+    # the session's slash commands follow the answer, as after session/new
+    t_cmd, _ = b.wait_update(lambda u: u["sessionUpdate"] == "available_commands_update",
+                             "available_commands_update after load", sid=sid)
+    check(t_cmd >= t_resp, "available_commands_update came before the session/load response")
+    ups = [(t, u) for t, u in b.updates(sid) if u["sessionUpdate"] != "available_commands_update"]
     check(all(t <= t_resp for t, _ in ups), "replay after the load response")
     kinds = [u["sessionUpdate"] for _, u in ups]
     expect = ["user_message_chunk", "agent_message_chunk", "user_message_chunk", "tool_call",
@@ -369,7 +373,10 @@ def s_load(E):
     t0 = time.monotonic()
     res = b.result("session/resume", {"sessionId": c_sid, "cwd": E.cwd})
     check(set(res) == {"modes", "configOptions"}, "resume %r" % res)
-    check(not b.updates(c_sid, t0), "resume replayed history")
+    b.wait_update(lambda u: u["sessionUpdate"] == "available_commands_update",
+                  "available_commands_update after resume", sid=c_sid)
+    check(not [u for _, u in b.updates(c_sid, t0)
+               if u["sessionUpdate"] != "available_commands_update"], "resume replayed history")
     # unknown session
     r = b.call("session/load", {"sessionId": "00000000-0000-7000-8000-000000000000",
                                 "cwd": E.cwd, "mcpServers": []})
