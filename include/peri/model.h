@@ -32,6 +32,8 @@
  *
  * CHANGES (after first publication; additive only):
  *   - PM_PART_IMAGE and pm_message_add_image (user images).
+ *   - pm_message_add_text_source (a TEXT part's arguments: the client's block it stands
+ *     for) and pm_message_text_sep.
  *   - pm_config.proxy (last field): NULL keeps libcurl's default, which honours the
  *     http_proxy/https_proxy/no_proxy environment variables; "" disables proxies.
  *   - the sans-IO call (pm_call_*): the request of one call as plain data and a decoder
@@ -108,7 +110,9 @@ typedef struct pm_part {
     char *text;      /* TEXT/THINKING: the text; TOOL_RESULT: the result content */
     char *id;        /* TOOL_CALL: call id; TOOL_RESULT: tool_call_id */
     char *name;      /* TOOL_CALL: tool name */
-    char *arguments; /* TOOL_CALL: arguments as JSON object text ("{}" if none) */
+    char *arguments; /* TOOL_CALL: arguments as JSON object text ("{}" if none); TEXT: the
+                        client's content block the text stands for (JSON object text, replayed
+                        in its place; NULL for plain text) */
     char *signature; /* THINKING: provider signature to send back (may be NULL) */
     bool is_error;   /* TOOL_RESULT only */
 } pm_part;
@@ -126,6 +130,9 @@ void pm_message_init(pm_message *m, pm_role role);
 void pm_message_clear(pm_message *m);
 /* Append parts; arguments are copied. Return PM_OK or PM_ERR_NOMEM (message unchanged). */
 pm_status pm_message_add_text(pm_message *m, const char *text);
+/* A text part standing for a content block of the client's (source_json, a JSON object such
+ * as an ACP resource_link): the model reads the text, a replay shows the block. */
+pm_status pm_message_add_text_source(pm_message *m, const char *text, const char *source_json);
 pm_status pm_message_add_thinking(pm_message *m, const char *text, const char *signature);
 pm_status pm_message_add_tool_call(pm_message *m, const char *id, const char *name,
                                    const char *arguments_json);
@@ -141,6 +148,9 @@ pm_status pm_message_copy(pm_message *dst, const pm_message *src);
 
 /* Concatenation of all TEXT parts (newly malloc'd, caller frees), "" if none. */
 char *pm_message_text(const pm_message *m);
+/* The same with sep between two TEXT parts: "\n" for a user message, whose text blocks
+ * are parts of their own between its images. */
+char *pm_message_text_sep(const pm_message *m, const char *sep);
 
 const char *pm_role_name(pm_role r); /* "system" "user" "assistant" "tool" */
 bool pm_role_parse(const char *name, pm_role *out);

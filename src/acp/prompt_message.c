@@ -3,6 +3,10 @@
  * a pm_message (text, resource links, embedded resources, images, audio, PDFs), with the
  * notice of what was refused and why. Pure mapping without threads or I/O, shared by
  * the native ACP server (methods.c) and the agent module's reactor (src/agentwasm/).
+ *
+ * Invariants: the parts keep the blocks' order (consecutive texts join into one part, a
+ * line each; a medium or a resource link starts a part of its own); a resource link's
+ * part carries the client's block, which a replay shows in its place.
  */
 #include "acp/prompt_message.h"
 
@@ -108,6 +112,24 @@ static const char *nul_field(pj_t *b) {
     return NULL;
 }
 
+/* The text gathered so far as one part, put before a part of another kind: the blocks
+ * reach the model, the history and a replay in the order the client sent them. */
+static void flush_text(pm_message *m, pacp_tbuf *text) {
+    if (text->len && !text->oom && pm_message_add_text(m, text->p) != PM_OK) text->oom = true;
+    free(text->p);
+    text->p = NULL;
+    text->len = 0;
+}
+
+/* A resource_link outside the workspace or in it: its line for the model, a part of its
+ * own that a replay shows as the client's block. */
+static void add_link(pm_message *m, pacp_tbuf *text, pj_t *block, const char *line) {
+    flush_text(m, text);
+    char *src = pj_dumps(block, PJ_COMPACT);
+    if (!src || pm_message_add_text_source(m, line, src) != PM_OK) text->oom = true;
+    free(src);
+}
+
 int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_prompt_err *r,
                         const pacp_accepts *acc) {
     pacp_tbuf text = {0};
@@ -142,17 +164,19 @@ int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_pro
             const char *uri = pj_string_value(pj_object_get(b, "uri"));
             const char *name = pj_string_value(pj_object_get(b, "name"));
             const char *rel = workspace_path(uri, acc->cwd);
+            char line[1200];
             if (!uri)
                 why = "a resource_link block without uri";
-            else if (rel) {
-                /* a workspace file: the model reads it with its tools */
-                tb_addf(&text, "\n",
-                        "[Resource: %.300s](%.400s) - the workspace file %.400s (read it with "
-                        "your tools)",
-                        name ? name : uri, uri, rel);
-                usable++;
-            } else {
-                tb_addf(&text, "\n", "[Resource: %.500s](%.600s)", name ? name : uri, uri);
+            else {
+                if (rel) /* a workspace file: the model reads it with its tools */
+                    snprintf(line, sizeof line,
+                             "[Resource: %.300s](%.400s) - the workspace file %.400s (read it "
+                             "with your tools)",
+                             name ? name : uri, uri, rel);
+                else
+                    snprintf(line, sizeof line, "[Resource: %.500s](%.600s)", name ? name : uri,
+                             uri);
+                add_link(m, &text, b, line);
                 usable++;
             }
         } else if (!strcmp(type, "resource")) {
@@ -168,6 +192,7 @@ int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_pro
                 tb_add(&text, t, "\n");
                 usable++;
             } else if (blob && image_mime(mime) && base64_ok(blob)) {
+                flush_text(m, &text);
                 if (pm_message_add_image(m, mime, blob) != PM_OK) text.oom = true;
                 usable++;
             } else if (blob && workspace_path(uri, acc->cwd) &&
@@ -181,6 +206,7 @@ int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_pro
             } else if (blob && mime && !strcmp(mime, "application/pdf") && base64_ok(blob)) {
                 /* a PDF goes to the model as a document (both providers take them) */
                 tb_addf(&text, "\n", "[Document: %.1000s]", uri);
+                flush_text(m, &text);
                 if (pm_message_add_document(m, mime, blob) != PM_OK) text.oom = true;
                 usable++;
             } else {
@@ -214,6 +240,7 @@ int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_pro
                 why = image ? "an image block without base64 data"
                             : "an audio block without base64 data";
             } else {
+                flush_text(m, &text);
                 pm_status st = image ? pm_message_add_image(m, mime, data)
                                      : pm_message_add_audio(m, mime, data);
                 if (st != PM_OK) text.oom = true;
@@ -225,8 +252,7 @@ int pacp__build_message(pj_t *blocks, pm_message *m, pacp_tbuf *notice, pacp_pro
         }
         if (why) tb_add(notice, why, "; ");
     }
-    if (text.len && pm_message_add_text(m, text.p) != PM_OK) text.oom = true;
-    free(text.p);
+    flush_text(m, &text);
     if (text.oom || notice->oom) {
         pm_message_clear(m);
         set_err(r, PB_RPC_INTERNAL_ERROR, "out of memory");

@@ -156,6 +156,8 @@ static void replay_part(const pag_session *s, size_t mi, const pm_part *p,
     case PM_PART_TEXT:
         ev.kind = m->role == PM_ROLE_USER ? PAG_EV_USER_TEXT : PAG_EV_TEXT;
         ev.text = p->text ? p->text : "";
+        /* a text standing for a block of the client's (a resource link): that block */
+        if (m->role == PM_ROLE_USER) ev.content_json = p->arguments;
         emit(ctx, &ev);
         break;
     case PM_PART_THINKING:

@@ -225,8 +225,10 @@ static char *trimmed_note(const pag_session *s, size_t base, size_t start) {
     }
     for (size_t i = first; i < start && k < n; i++) {
         const pm_message *m = &s->hist[i];
-        if (m->role != PM_ROLE_USER || !m->nparts || !m->parts[0].text) continue;
-        const char *txt = m->parts[0].text;
+        const char *txt = NULL; /* its first text (an image may come before it) */
+        for (size_t k = 0; m->role == PM_ROLE_USER && k < m->nparts && !txt; k++)
+            if (m->parts[k].kind == PM_PART_TEXT) txt = m->parts[k].text;
+        if (!txt) continue;
         size_t len = strcspn(txt, "\n");
         if (len > CUT) len = CUT;
         while (len > 0 && ((unsigned char)txt[len] & 0xC0) == 0x80)
@@ -340,7 +342,7 @@ static int prompt_hooks(pag_turn *t, pm_message *um) {
         free(ans.reason);
         ans.reason = NULL;
     }
-    char *text = pm_message_text(um);
+    char *text = pm_message_text_sep(um, "\n"); /* its text blocks, one per line */
     pag_hook_call hc = {.hook = PAG_HOOK_PROMPT, .prompt = text ? text : ""};
     pag_session_hook(s, &hc, &ans);
     free(text);

@@ -104,7 +104,7 @@ static const char init_prompt[] =
     "an agent must be careful about. Read the build files and README first; keep it concise.";
 
 bool pct__command_run(pct_sess *s, pm_message *msg, pag_turn_result *r) {
-    char *text = pm_message_text(msg);
+    char *text = pm_message_text_sep(msg, "\n");
     if (!text || text[0] != '/') {
         free(text);
         return false;

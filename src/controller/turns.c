@@ -271,7 +271,7 @@ int pct__prompt_cron(pct_sess *s, uint64_t cron_id, const char *prompt) {
 
 static pct_status enqueue(pct_controller *c, const char *id, pm_message *msg, void *token,
                           uint64_t cron_id, pct_error *err) {
-    char *text = pm_message_text(msg);
+    char *text = pm_message_text_sep(msg, "\n"); /* its text blocks, one per line */
     if (!text) {
         err->status = PCT_FAILED;
         snprintf(err->message, sizeof err->message, "out of memory");

@@ -80,6 +80,10 @@ pm_status pm_message_add_text(pm_message *m, const char *text) {
     return add(m, PM_PART_TEXT, text ? text : "", NULL, NULL, NULL, NULL, false);
 }
 
+pm_status pm_message_add_text_source(pm_message *m, const char *text, const char *source_json) {
+    return add(m, PM_PART_TEXT, text ? text : "", NULL, NULL, source_json, NULL, false);
+}
+
 pm_status pm_message_add_thinking(pm_message *m, const char *text, const char *signature) {
     return add(m, PM_PART_THINKING, text ? text : "", NULL, NULL, NULL, signature, false);
 }
@@ -124,15 +128,24 @@ pm_status pm_message_copy(pm_message *dst, const pm_message *src) {
     return PM_OK;
 }
 
-char *pm_message_text(const pm_message *m) {
+char *pm_message_text_sep(const pm_message *m, const char *sep) {
     pb_buf b = {0};
-    for (size_t i = 0; i < m->nparts; i++)
-        if (m->parts[i].kind == PM_PART_TEXT && m->parts[i].text &&
+    size_t k = sep ? strlen(sep) : 0;
+    bool first = true;
+    for (size_t i = 0; i < m->nparts; i++) {
+        if (m->parts[i].kind != PM_PART_TEXT || !m->parts[i].text) continue;
+        if ((!first && k && !pb_buf_put(&b, sep, k)) ||
             !pb_buf_put(&b, m->parts[i].text, strlen(m->parts[i].text))) {
             pb_buf_free(&b);
             return NULL;
         }
+        first = false;
+    }
     return pb_buf_take(&b, NULL);
+}
+
+char *pm_message_text(const pm_message *m) {
+    return pm_message_text_sep(m, "");
 }
 
 /* ---------------------------------------------------------------- JSON form */
@@ -160,7 +173,14 @@ char *pm_message_to_json(const pm_message *m) {
         }
         bad |= pj_object_set_new(o, "type", pj_string(part_types[p->kind]));
         switch (p->kind) {
-        case PM_PART_TEXT: bad |= set_str(o, "text", p->text ? p->text : ""); break;
+        case PM_PART_TEXT: {
+            bad |= set_str(o, "text", p->text ? p->text : "");
+            /* the client's block it stands for, kept as the object it is */
+            pj_t *src = p->arguments ? pj_loads(p->arguments, 0, NULL) : NULL;
+            if (pj_is_object(src)) bad |= pj_object_set(o, "source", src);
+            pj_decref(src);
+            break;
+        }
         case PM_PART_THINKING:
             bad |= set_str(o, "text", p->text ? p->text : "");
             bad |= set_str(o, "signature", p->signature);
@@ -210,9 +230,13 @@ pm_status pm_message_from_json(const char *json, pm_message *m, pm_error *err) {
             st = pm__fail(err, PM_ERR_PROTOCOL, "part %zu has no type", i);
             break;
         }
-        if (strcmp(type, "text") == 0)
-            st = pm_message_add_text(m, pm__jstr(o, "text"));
-        else if (strcmp(type, "thinking") == 0)
+        if (strcmp(type, "text") == 0) {
+            pj_t *src = pj_object_get(o, "source");
+            char *sj = pj_is_object(src) ? pj_dumps(src, PJ_COMPACT) : NULL;
+            st = pj_is_object(src) && !sj ? PM_ERR_NOMEM
+                                          : pm_message_add_text_source(m, pm__jstr(o, "text"), sj);
+            free(sj);
+        } else if (strcmp(type, "thinking") == 0)
             st = pm_message_add_thinking(m, pm__jstr(o, "text"), pm__jstr(o, "signature"));
         else if (strcmp(type, "tool_call") == 0)
             st = pm_message_add_tool_call(m, pm__jstr(o, "id"), pm__jstr(o, "name"),

@@ -11,17 +11,12 @@
 
 /* ---------------------------------------------------------------- request */
 
+/* The message's text as one string: a user's text parts (its text blocks, each resource
+ * link, the host's notes) one per line, an answer's as they were streamed. */
 static pj_t *text_of(const pm_message *m) {
-    pb_buf b = {0};
-    for (size_t i = 0; i < m->nparts; i++) {
-        const pm_part *p = &m->parts[i];
-        if (p->kind == PM_PART_TEXT && p->text && !pb_buf_put(&b, p->text, strlen(p->text))) {
-            pb_buf_free(&b);
-            return NULL;
-        }
-    }
-    pj_t *s = pj_string(b.p ? b.p : "");
-    pb_buf_free(&b);
+    char *t = pm_message_text_sep(m, m->role == PM_ROLE_ASSISTANT ? "" : "\n");
+    pj_t *s = t ? pj_string(t) : NULL;
+    free(t);
     return s;
 }
 

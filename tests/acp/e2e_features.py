@@ -380,6 +380,16 @@ def s_plan(E):
 
 # ---------------------------------------------------------------- 6 prompt content
 
+# text, image, text, link, text, image: the order is kept end to end
+ORDERED = [{"type": "text", "text": "First:"},
+           {"type": "image", "mimeType": "image/png", "data": PNG},
+           {"type": "text", "text": "Second:"},
+           {"type": "resource_link", "uri": "https://example.com/spec", "name": "spec",
+            "title": "The spec"},
+           {"type": "text", "text": "Third:"},
+           {"type": "image", "mimeType": "image/gif", "data": PNG}]
+
+
 def image_prompt(a, sid, extra=()):
     return a.request("session/prompt", {"sessionId": sid, "prompt": [
         {"type": "text", "text": "what is in this image?"},
@@ -421,6 +431,16 @@ def s_images(E):
     last = last_body(E)["messages"][-1]["content"]
     check(len([p for p in last if p.get("type") == "image_url"]) == 2, "image blob not passed")
     check("Not shown to you" in json.dumps(last), "model not told about refused blocks")
+    # the blocks reach the model in the client's order: each text before the image it
+    # introduces, a resource link where it was
+    E.mock.script([{"text": "both"}])
+    r = a.response(a.request("session/prompt", {"sessionId": sid, "prompt": ORDERED}))
+    check(r.get("result") == {"stopReason": "end_turn"}, "ordered prompt %r" % r)
+    parts = [p["type"] + ":" + (p.get("text") or p["image_url"]["url"].split(";")[0][5:])
+             for p in last_body(E)["messages"][-1]["content"]]
+    check(parts == ["text:First:", "image_url:image/png", "text:Second:",
+                    "text:[Resource: spec](https://example.com/spec)", "text:Third:",
+                    "image_url:image/gif"], "model got %r" % parts)
     # a prompt with nothing usable is invalid params
     e = error_of(a, "session/prompt", {"sessionId": sid, "prompt": [
         {"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}]})
@@ -432,6 +452,9 @@ def s_images(E):
     blocks = [u["content"] for u in upd(c, sid, "user_message_chunk")]
     check({"type": "image", "mimeType": "image/png", "data": PNG} in blocks,
           "image not replayed: %r" % [b.get("type") for b in blocks])
+    # in the order they came, a resource link as the block it was
+    check(blocks[-len(ORDERED):] == ORDERED,
+          "replayed %r" % [b.get("text") or b["type"] for b in blocks[-len(ORDERED):]])
     # Anthropic's native image block
     b = E.agent(PERI_MODEL="anthropic:claude-mock", ANTHROPIC_API_KEY="ak",
                 ANTHROPIC_BASE_URL=E.mock.url, OPENAI_API_KEY="", OPENAI_BASE_URL="")

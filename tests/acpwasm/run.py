@@ -204,7 +204,8 @@ def s_prompt_stream(E):
 
 def s_prompt_blocks(E):
     """The content blocks initialize offers (image, embedded resources) reach the model as
-    natively; one the model cannot take (audio) is -32602 naming why."""
+    natively, in the client's order; one the model cannot take (audio) is -32602 naming
+    why."""
     E.mock.script({"responses": [], "default": {"text": "ok"}})
     a = E.start()
     sid = E.new(a, cwd_of(E, "blocks"))
@@ -218,8 +219,8 @@ def s_prompt_blocks(E):
         ([{"type": "resource_link", "uri": "file:///x/b.txt", "name": "b.txt"}],
          "[Resource: b.txt](file:///x/b.txt)"),
         ([{"type": "text", "text": "img"}, {"type": "image", "mimeType": "image/png", "data": png}],
-         [{"image_url": {"url": "data:image/png;base64," + png}, "type": "image_url"},
-          {"text": "img", "type": "text"}]),
+         [{"text": "img", "type": "text"},
+          {"image_url": {"url": "data:image/png;base64," + png}, "type": "image_url"}]),
     ]
     for blocks, want in cases:
         n0 = len(E.mock.requests())
