@@ -12,7 +12,8 @@
  * queue behind each other).
  *
  * CHANGES (additive): pct_sink.ask_user (questions and MCP elicitation through the HITL
- * broker).
+ * broker); pct_sink.fs_read_cancel / fs_write_cancel (the client's file system with the
+ * tool call's cancel flag).
  */
 #ifndef PERI_CONTROLLER_H
 #define PERI_CONTROLLER_H
@@ -83,6 +84,13 @@ typedef struct pct_sink {
                    size_t *len);
     int (*fs_write)(void *ctx, const char *session_id, const char *abs_path, const char *data,
                     size_t len);
+    /* optional, used instead of fs_read / fs_write when set: the same with the tool
+     * call's cancel flag (may be NULL); when *cancel becomes non-zero the wait for the
+     * client ends (-1, errno ECANCELED), as a cancelled turn's tools end at once. */
+    int (*fs_read_cancel)(void *ctx, const char *session_id, const char *abs_path, char **data,
+                          size_t *len, atomic_int *cancel);
+    int (*fs_write_cancel)(void *ctx, const char *session_id, const char *abs_path,
+                           const char *data, size_t len, atomic_int *cancel);
     /* optional: the client's terminal (ACP terminal/... requests) for the shell
      * tool when the sandbox mode is off; same contract as ptl_client_term.run. */
     int (*term_run)(void *ctx, const char *session_id, const char *cwd, const char *command,

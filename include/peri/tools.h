@@ -28,7 +28,8 @@
  *   every occurrence])"); symlinks with absolute targets are no longer followed even when
  *   they point inside the workspace.
  *   ptl_ctx.client_fs — read/write/edit may read and write files through the
- *             ACP client (the editor's buffers) after the same confinement.
+ *             ACP client (the editor's buffers) after the same confinement;
+ *             ptl_client_fs.read_cancel / write_cancel take the call's cancel flag.
  *   ptl_ctx.client_term, ptl_client_term, ptl_term_result — with the
  *             sandbox mode off, shell runs in the ACP client's terminal when offered.
  *   the `run` tool (WASI programs and Ruby scripts, placed by pl_run: the
@@ -88,11 +89,18 @@ char *ptl_title(const ptl_tool *t, const char *input_json);
 /* The editor's view of files (ACP fs/read_text_file, fs/write_text_file).
  * Paths given are canonical and already confined. Each returns 0 on success, 1 when the
  * client does not offer it (the disk is used), -1 on failure with errno set. read's
- * *data is malloc'd (caller frees). Either function may be NULL (= the disk). */
+ * *data is malloc'd (caller frees). Either function may be NULL (= the disk).
+ * read_cancel / write_cancel, when set, are used instead of read / write: the same with
+ * the call's ctx->cancel (may be NULL), which ends the wait for the client when it
+ * becomes non-zero (-1, errno ECANCELED). */
 typedef struct ptl_client_fs {
     void *ctx;
     int (*read)(void *ctx, const char *abs_path, char **data, size_t *len);
     int (*write)(void *ctx, const char *abs_path, const char *data, size_t len);
+    int (*read_cancel)(void *ctx, const char *abs_path, char **data, size_t *len,
+                       atomic_int *cancel);
+    int (*write_cancel)(void *ctx, const char *abs_path, const char *data, size_t len,
+                        atomic_int *cancel);
 } ptl_client_fs;
 
 /* The client's terminal (ACP terminal/... requests): used ONLY by the shell tool

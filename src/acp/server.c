@@ -271,8 +271,8 @@ static void sink_requests(pct_sink *sink, pacp_server *srv) {
     sink->ctx = srv;
     sink->ask_permission = sink_ask;
     sink->ask_user = pacp__sink_ask_user;
-    sink->fs_read = pacp__fs_read;
-    sink->fs_write = pacp__fs_write;
+    sink->fs_read_cancel = pacp__fs_read;
+    sink->fs_write_cancel = pacp__fs_write;
     sink->term_run = pacp__term_run;
 }
 

@@ -92,10 +92,10 @@ void pacp__cancel(pacp_server *srv, pj_t *params);
 
 /* clientfs.c: the controller sink's fs hooks, the capability record made by
  * initialize, and the decoder of fs/... answers. */
-int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data,
-                  size_t *len);
+int pacp__fs_read(void *ctx, const char *session_id, const char *abs_path, char **data, size_t *len,
+                  atomic_int *cancel);
 int pacp__fs_write(void *ctx, const char *session_id, const char *abs_path, const char *data,
-                   size_t len);
+                   size_t len, atomic_int *cancel);
 void pacp__fs_caps(pacp_server *srv, pj_t *client_capabilities);
 /* Questions (ask.c): the client's elicitation capability from initialize; the sink's
  * ask_user; the decoder of answers to its requests. */

@@ -249,16 +249,21 @@ static bool tasks_live(pct_sess *s) {
     return live;
 }
 
-static int client_read(void *ctx, const char *abs, char **data, size_t *len) {
+static int client_read(void *ctx, const char *abs, char **data, size_t *len, atomic_int *cancel) {
     pct_sess *s = ctx;
-    if (!s->c->sink.fs_read || tasks_live(s)) return 1;
-    return s->c->sink.fs_read(s->c->sink.ctx, s->id, abs, data, len);
+    const pct_sink *k = &s->c->sink;
+    if (!(k->fs_read_cancel || k->fs_read) || tasks_live(s)) return 1;
+    return k->fs_read_cancel ? k->fs_read_cancel(k->ctx, s->id, abs, data, len, cancel)
+                             : k->fs_read(k->ctx, s->id, abs, data, len);
 }
 
-static int client_write(void *ctx, const char *abs, const char *data, size_t len) {
+static int client_write(void *ctx, const char *abs, const char *data, size_t len,
+                        atomic_int *cancel) {
     pct_sess *s = ctx;
-    if (!s->c->sink.fs_write || tasks_live(s)) return 1;
-    return s->c->sink.fs_write(s->c->sink.ctx, s->id, abs, data, len);
+    const pct_sink *k = &s->c->sink;
+    if (!(k->fs_write_cancel || k->fs_write) || tasks_live(s)) return 1;
+    return k->fs_write_cancel ? k->fs_write_cancel(k->ctx, s->id, abs, data, len, cancel)
+                              : k->fs_write(k->ctx, s->id, abs, data, len);
 }
 
 static int client_term_run(void *ctx, const char *cwd, const char *command, long long timeout_ms,
@@ -749,7 +754,8 @@ static pct_status make_live(pct_controller *c, const pst_thread *th, const char 
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->emit_mu, NULL);
     s->titled = th->title != NULL;
-    s->client_fs = (ptl_client_fs){.ctx = s, .read = client_read, .write = client_write};
+    s->client_fs =
+        (ptl_client_fs){.ctx = s, .read_cancel = client_read, .write_cancel = client_write};
     s->client_term = (ptl_client_term){.ctx = s, .run = client_term_run};
     /* Another machine's session: open for reading only. Its cwd is a
      * path on that machine, so nothing here touches it: no tool pool (no MCP server, no

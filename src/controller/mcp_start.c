@@ -223,7 +223,8 @@ int pct__mcp_open(pct_sess *s, const char *mcp_json, char **notices) {
                                      .ctx = s,
                                      .stop = &s->oauth_stop};
     }
-    if (c->sink.fs_read || c->sink.fs_write) s->tool_ctx.client_fs = &s->client_fs;
+    if (c->sink.fs_read || c->sink.fs_write || c->sink.fs_read_cancel || c->sink.fs_write_cancel)
+        s->tool_ctx.client_fs = &s->client_fs;
     if (c->sink.term_run) s->tool_ctx.client_term = &s->client_term;
     /* The project's own servers start only when the user trusted that exact content;
      * otherwise the first prompt asks (pct__trust_before_turn). Trusted content's hooks

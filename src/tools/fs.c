@@ -333,10 +333,11 @@ static bool quiet(const client_at *w) {
  * otherwise *data stays as read from disk. */
 static ptl_fstatus client_read(const ptl_ctx *ctx, const client_at *w, char **data, size_t *len) {
     const ptl_client_fs *c = ctx->client_fs;
-    if (!c || !c->read || !quiet(w)) return PTL_F_OK;
+    if (!c || !(c->read || c->read_cancel) || !quiet(w)) return PTL_F_OK;
     char *d = NULL;
     size_t n = 0;
-    int rc = c->read(c->ctx, w->path, &d, &n);
+    int rc = c->read_cancel ? c->read_cancel(c->ctx, w->path, &d, &n, ctx->cancel)
+                            : c->read(c->ctx, w->path, &d, &n);
     if (rc == 1) return PTL_F_OK; /* not offered: the disk's content stands */
     if (rc != 0) return errno == ENOENT ? PTL_F_MISSING : PTL_F_IO;
     if (!quiet(w)) { /* a run began meanwhile: the disk's content stands */
@@ -357,8 +358,9 @@ static ptl_fstatus client_read(const ptl_ctx *ctx, const client_at *w, char **da
  * disk), 0: written, else an errno value. */
 static int client_write(const ptl_ctx *ctx, const client_at *w, const char *data, size_t len) {
     const ptl_client_fs *c = ctx->client_fs;
-    if (!c || !c->write || !quiet(w)) return -1;
-    int rc = c->write(c->ctx, w->path, data, len);
+    if (!c || !(c->write || c->write_cancel) || !quiet(w)) return -1;
+    int rc = c->write_cancel ? c->write_cancel(c->ctx, w->path, data, len, ctx->cancel)
+                             : c->write(c->ctx, w->path, data, len);
     if (rc == 1) return -1;
     return rc == 0 ? 0 : errno ? errno : EIO;
 }

@@ -285,6 +285,22 @@ def s_clientfs(E):
           "path escapes the workspace" in json.dumps(done["x1"]), "escape via client fs")
     reads = [f for _, f in a.log if f.get("method") == "fs/read_text_file"]
     check(len(reads) == 1, "escape (or a read of a new file) reached the client: %r" % reads)
+    # a request the client leaves unanswered ends with the turn's cancel (as a terminal
+    # wait does): the turn settles at once, so a session/close right after it succeeds
+    for tool, args, method in (("read", {"path": "buf.txt"}, "fs/read_text_file"),
+                               ("write", {"path": "late.txt", "content": "x"},
+                                "fs/write_text_file")):
+        sid2 = E.new_session(a)
+        E.mock.script([{"tool_calls": [{"id": "u1", "name": tool, "arguments": args}]},
+                       {"text": "after"}])
+        rid = prompt(a, sid2, "unanswered " + tool)
+        a.wait(lambda f: f.get("method") == method and f["params"]["sessionId"] == sid2,
+               what=method)
+        a.cancel(sid2, rid)
+        t0 = time.monotonic()
+        r = a.call("session/close", {"sessionId": sid2})
+        check(r.get("result") == {}, "close with %s unanswered: %r" % (method, r))
+        check(time.monotonic() - t0 < 5, "close took %.1f s" % (time.monotonic() - t0))
     check(a.close_stdin() == 0, "exit after EOF")
 
 
