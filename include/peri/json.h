@@ -179,6 +179,11 @@ pj_t *pj_loads(const char *text, size_t flags, pj_error_t *error);
 pj_t *pj_loadb(const char *buf, size_t len, size_t flags, pj_error_t *error);
 pj_t *pj_loadf(FILE *f, size_t flags, pj_error_t *error); /* reads f to its end */
 pj_t *pj_load_file(const char *path, size_t flags, pj_error_t *error);
+/* Peri's own: how deep the decoder nests on the JSON text of len bytes (each value one
+ * level, the outermost 1, as PJ_PARSER_MAX_DEPTH counts), read in one pass without
+ * decoding; what a frame sent to a peer with this decoder may not exceed. For text that
+ * is not JSON the number means nothing. */
+size_t pj_text_depth(const char *text, size_t len);
 
 /* ---- encoding (json_dump.c) ----------------------------------------------------------------- */
 #define PJ_MAX_INDENT        0x1F

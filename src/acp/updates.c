@@ -39,13 +39,23 @@ static pj_t *chunk(const char *tag, const char *text) {
     return pj_pack("{s:s, s:o}", "sessionUpdate", tag, "content", text_block(text));
 }
 
+/* The levels above rawInput in its frame: the frame, params, update. */
+#define RAW_INPUT_LEVEL 3
+
 static pj_t *tool_call(const pag_event *ev) {
     pj_t *u = pj_pack(
         "{s:s, s:s, s:s, s:s, s:s}", "sessionUpdate", "tool_call", "toolCallId",
         ev->tool_call_id ? ev->tool_call_id : "", "title", ev->title ? ev->title : "tool", "kind",
         ev->tool_kind ? ev->tool_kind : "other", "status", ev->status ? ev->status : "pending");
     if (!u) return NULL;
-    if (ev->raw_input) pj_object_set_new(u, "rawInput", json_or_string(ev->raw_input));
+    /* Input nested so deep that the frame would pass what a JSON parser reads (ours:
+     * PJ_PARSER_MAX_DEPTH) goes as its text: the client must get every tool_call, or
+     * its updates name a call it never saw. */
+    if (ev->raw_input &&
+        RAW_INPUT_LEVEL + pj_text_depth(ev->raw_input, strlen(ev->raw_input)) > PJ_PARSER_MAX_DEPTH)
+        pj_object_set_new(u, "rawInput", pj_string(ev->raw_input));
+    else if (ev->raw_input)
+        pj_object_set_new(u, "rawInput", json_or_string(ev->raw_input));
     if (ev->locations_json) pj_object_set_new(u, "locations", json_or_string(ev->locations_json));
     return u;
 }

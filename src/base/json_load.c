@@ -485,6 +485,28 @@ static pj_t *pj__parse(const char *buf, size_t len, size_t flags, pj_error_t *er
     return v;
 }
 
+size_t pj_text_depth(const char *text, size_t len) {
+    /* d containers are open: a container opened is at depth d, anything else starting
+     * here at d + 1 (an object's keys too: each has a value at that depth beside it) */
+    size_t d = 0, max = 0;
+    for (size_t i = 0; text && i < len; i++) {
+        char c = text[i];
+        if (c == '[' || c == '{') {
+            if (++d > max) max = d;
+        } else if (c == ']' || c == '}') {
+            if (d) d--;
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ':') {
+            continue;
+        } else {
+            if (d + 1 > max) max = d + 1;
+            if (c == '"') /* past the string, escapes included */
+                for (i++; i < len && text[i] != '"'; i++)
+                    if (text[i] == '\\') i++;
+        }
+    }
+    return max;
+}
+
 pj_t *pj_loads(const char *text, size_t flags, pj_error_t *error) {
     pj__err_init(error, "<string>");
     if (!text) {

@@ -342,10 +342,14 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params, 
     size_t n;
     char *text = pb_rpc_encode(frame, false, &n);
     pj_decref(frame);
-    /* the peer drops a frame over PMCP_MAX_FRAME and cannot name the request it dropped:
-     * sending it would only wait for the timeout, so it is refused here */
+    /* the peer drops a frame over PMCP_MAX_FRAME, or nesting deeper than a JSON parser
+     * such as ours reads (PJ_PARSER_MAX_DEPTH: the builtin server's), and cannot name the
+     * request it dropped: sending it would only wait for the timeout (30 days for the
+     * builtin server), so it is refused here */
     bool too_big = text && n > PMCP_MAX_FRAME;
-    int sent = text && !too_big ? c->link->send(c->link, text, n) : -1;
+    size_t depth = text && !too_big ? pj_text_depth(text, n) : 0;
+    bool too_deep = depth > PJ_PARSER_MAX_DEPTH;
+    int sent = text && !too_big && !too_deep ? c->link->send(c->link, text, n) : -1;
     free(text);
 
     struct timespec dl;
@@ -357,6 +361,16 @@ static pmcp_status request_ex(pmcp_client *c, const char *method, pj_t *params, 
                  "the %s request to MCP server %s is %zu bytes, more than the %u an MCP message "
                  "may have",
                  method, c->name, n, PMCP_MAX_FRAME);
+    else if (too_deep)
+        snprintf(err, errlen,
+                 "the %s request to MCP server %s nests %zu levels deep, more than the %d an MCP "
+                 "message may have",
+                 method, c->name, depth, PJ_PARSER_MAX_DEPTH);
+    else if (!text) /* the encoder refuses a value nested deeper still */
+        snprintf(err, errlen,
+                 "the %s request to MCP server %s could not be encoded (out of memory, or nested "
+                 "more than the %d levels an MCP message may have)",
+                 method, c->name, PJ_PARSER_MAX_DEPTH);
     else if (sent != 0)
         snprintf(err, errlen, "could not send to MCP server %s", c->name);
     while (sent == 0) {

@@ -10,6 +10,9 @@
 #include <string.h>
 
 #define DEFAULT_MAX_TOKENS 4096
+/* The levels above a tool_use input in the body: the body, messages, a message, its
+ * content, the block. */
+#define INPUT_LEVEL 5
 
 /* ---------------------------------------------------------------- request */
 
@@ -31,7 +34,12 @@ static pj_t *blocks_of(const pm_message *m) {
             break;
         case PM_PART_TOOL_CALL: {
             pj_error_t je;
-            pj_t *input = pj_loads(p->arguments ? p->arguments : "{}", 0, &je);
+            const char *args = p->arguments ? p->arguments : "{}";
+            /* input nested deeper than the body can carry (a JSON parser such as ours
+             * reads PJ_PARSER_MAX_DEPTH levels): the call failed for that, send it empty */
+            pj_t *input = INPUT_LEVEL + pj_text_depth(args, strlen(args)) > PJ_PARSER_MAX_DEPTH
+                              ? NULL
+                              : pj_loads(args, 0, &je);
             if (!pj_is_object(input)) { /* the model wrote bad JSON: send an empty input */
                 pj_decref(input);
                 input = pj_object();

@@ -774,11 +774,40 @@ def s_hostile(E):
     check(a.close_stdin() == 0, "exit after EOF")
 
 
+def s_deep_args(E):
+    """Tool arguments from the model nested about as deep as a JSON parser reads (2048,
+    ours and the builtin MCP server's): a request frame that would nest deeper is refused
+    at once, so the call fails and the turn goes on (it used to wait for the builtin
+    server's 30-day call timeout); the client sees every tool_call (its rawInput as text
+    when the update would nest too deep) before any update of it."""
+    sys.setrecursionlimit(20000)  # this client's own parser reads those frames too
+    a = E.agent()
+    sid = E.new_session(a)
+    # {"path": [[...]]}: 1 + n levels; 2045 fit a request frame (3 levels above them)
+    for n in (2045, 2046, 2047, 2048):
+        cid = "deep%d" % n
+        E.mock.script([{"tool_calls": [{"id": cid, "name": "read",
+                                        "arguments": '{"path":%s}' % ("[" * n + "]" * n)}]},
+                       {"text": "after"}])
+        t0 = time.monotonic()
+        r = a.response(prompt(a, sid, "deep"), timeout=20)
+        check(r.get("result") == {"stopReason": "end_turn"}, "depth %d: turn %r" % (n, r))
+        check(text_of(a.updates(sid, t0)) == "after", "depth %d: the turn did not go on" % n)
+        kinds = [(u["sessionUpdate"], u.get("status")) for _, u in a.updates(sid, t0)
+                 if u.get("toolCallId") == cid]
+        check(kinds and kinds[0][0] == "tool_call" and kinds[-1] == ("tool_call_update", "failed"),
+              "depth %d: updates of the call %r" % (n, kinds))
+        done = [u for _, u in a.updates(sid, t0) if u.get("toolCallId") == cid][-1]
+        if n == 2046:
+            check("nests 2049 levels deep" in json.dumps(done), "depth %d: %r" % (n, done))
+    check(a.close_stdin() == 0, "exit after EOF")
+
+
 SCENARIOS = {"basic": s_basic, "tools": s_tools, "confine": s_confine, "cancel": s_cancel,
              "close": s_close, "load": s_load, "errors": s_errors, "malformed": s_malformed,
              "kill9": s_kill9, "print": s_print, "anthropic": s_anthropic,
              "concurrent": s_concurrent, "compact": s_compact, "list": s_list,
-             "fuzz": s_fuzz, "hostile": s_hostile}
+             "fuzz": s_fuzz, "hostile": s_hostile, "deep_args": s_deep_args}
 
 
 def preflight(peri, mock_py):

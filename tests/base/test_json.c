@@ -250,6 +250,46 @@ static void test_load(void **state) {
     pj_decref(v);
 }
 
+/* pj_text_depth counts as the parser does: each value a level, keys none, strings with
+ * brackets and escaped quotes inside none either; at the limit it agrees with pj_loads. */
+static void test_text_depth(void **state) {
+    (void)state;
+    static const struct {
+        const char *text;
+        size_t depth;
+    } cases[] = {
+        {"", 0},
+        {"{}", 1},
+        {"[1]", 2},
+        {" [ [ ] , \"x\" ]", 2},
+        {"[[]]", 2},
+        {"{\"k\":{}}", 2},
+        {"{\"k\":1}", 2},
+        {"{\"[[\\\"{\":\"]]\\\\\"}", 2},
+        {"[{\"a\":[true,null,-1.5e3]}]", 4},
+        {"7", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(pj_text_depth(cases[i].text, strlen(cases[i].text)), cases[i].depth);
+    assert_int_equal(pj_text_depth(NULL, 3), 0);
+    assert_int_equal(pj_text_depth("[[1]]", 2), 2); /* only len bytes are read */
+    /* {"a": [[...[1]...]]} with n arrays: 1 + n + 1 deep */
+    static char buf[5000];
+    for (size_t n = 2044; n <= 2048; n++) {
+        size_t k = (size_t)snprintf(buf, sizeof buf, "{\"a\":");
+        memset(buf + k, '[', n);
+        buf[k + n] = '1';
+        memset(buf + k + n + 1, ']', n);
+        buf[k + 2 * n + 1] = '}';
+        buf[k + 2 * n + 2] = 0;
+        size_t d = pj_text_depth(buf, strlen(buf));
+        assert_int_equal(d, n + 2);
+        pj_t *v = pj_loads(buf, 0, NULL);
+        assert_int_equal(v != NULL, d <= PJ_PARSER_MAX_DEPTH);
+        pj_decref(v);
+    }
+}
+
 /* ---- serializer ------------------------------------------------------------------------- */
 static void test_dump(void **state) {
     (void)state;
@@ -363,12 +403,12 @@ int main(int argc, char **argv) {
     int rc = json_test_locale(argc, argv, NULL);
     if (rc) return rc;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refcount),      cmocka_unit_test(test_wrong_types),
-        cmocka_unit_test(test_strings),       cmocka_unit_test(test_object_order_and_hash),
-        cmocka_unit_test(test_arrays),        cmocka_unit_test(test_copy_equal),
-        cmocka_unit_test(test_load),          cmocka_unit_test(test_dump),
-        cmocka_unit_test(test_dump_callback), cmocka_unit_test(test_pack),
-        cmocka_unit_test(test_pack_failures),
+        cmocka_unit_test(test_refcount), cmocka_unit_test(test_wrong_types),
+        cmocka_unit_test(test_strings),  cmocka_unit_test(test_object_order_and_hash),
+        cmocka_unit_test(test_arrays),   cmocka_unit_test(test_copy_equal),
+        cmocka_unit_test(test_load),     cmocka_unit_test(test_text_depth),
+        cmocka_unit_test(test_dump),     cmocka_unit_test(test_dump_callback),
+        cmocka_unit_test(test_pack),     cmocka_unit_test(test_pack_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * (auth, HTTP, network, protocol, cancel) and the retry policy (Retry-After capped,
  * exponential backoff, never after an event was delivered, retries used up), and the
  * bounds on what one answer may assemble (64 MiB in all, 4 MiB of one tool call's
- * arguments).
+ * arguments); the body keeps a user message's parts in their order, and a tool call's
+ * input nested too deep for the body goes empty.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "peri/json.h"
 #include "peri/model.h"
 
 #include <stdio.h>
@@ -346,12 +348,128 @@ static void test_tool_args_bound(void **state) {
     pm_client_free(c);
 }
 
+/* The body of req for provider p, parsed. */
+static pj_t *body_of(pm_provider p, const pm_request *req) {
+    pm_client *c = client(p, 0);
+    pm_error err;
+    char *body = pm_build_body(c, req, false, &err);
+    assert_non_null(body);
+    pj_t *v = pj_loads(body, 0, NULL);
+    assert_non_null(v);
+    free(body);
+    pm_client_free(c);
+    return v;
+}
+
+/* A prompt's blocks in the client's order: text, image, text, image. Both providers get
+ * them so; a user message of text parts only is one per line for OpenAI. */
+static void test_part_order(void **state) {
+    (void)state;
+    pm_message m;
+    pm_message_init(&m, PM_ROLE_USER);
+    assert_int_equal(pm_message_add_text(&m, "First:"), PM_OK);
+    assert_int_equal(pm_message_add_image(&m, "image/png", "AAAA"), PM_OK);
+    assert_int_equal(pm_message_add_text_source(&m, "Second:", "{\"type\":\"resource_link\"}"),
+                     PM_OK);
+    assert_int_equal(pm_message_add_image(&m, "image/gif", "BBBB"), PM_OK);
+    pm_request req = {.model = "m", .messages = &m, .nmessages = 1, .temperature = -1};
+    pj_t *v = body_of(PM_PROVIDER_OPENAI, &req);
+    pj_t *content = pj_object_get(pj_array_get(pj_object_get(v, "messages"), 0), "content");
+    assert_int_equal(pj_array_size(content), 4);
+    assert_string_equal(pj_string_value(pj_object_get(pj_array_get(content, 0), "text")), "First:");
+    assert_non_null(strstr(
+        pj_string_value(pj_object_get(pj_object_get(pj_array_get(content, 1), "image_url"), "url")),
+        "image/png"));
+    assert_string_equal(pj_string_value(pj_object_get(pj_array_get(content, 2), "text")),
+                        "Second:");
+    assert_non_null(strstr(
+        pj_string_value(pj_object_get(pj_object_get(pj_array_get(content, 3), "image_url"), "url")),
+        "image/gif"));
+    pj_decref(v);
+    v = body_of(PM_PROVIDER_ANTHROPIC, &req);
+    content = pj_object_get(pj_array_get(pj_object_get(v, "messages"), 0), "content");
+    const char *want[] = {"text", "image", "text", "image"};
+    assert_int_equal(pj_array_size(content), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(pj_string_value(pj_object_get(pj_array_get(content, i), "type")),
+                            want[i]);
+    assert_string_equal(pj_string_value(pj_object_get(pj_array_get(content, 2), "text")),
+                        "Second:");
+    pj_decref(v);
+    /* the JSON form keeps the order and the block a text stands for */
+    char *json = pm_message_to_json(&m);
+    assert_non_null(json);
+    pm_message back;
+    assert_int_equal(pm_message_from_json(json, &back, NULL), PM_OK);
+    free(json);
+    assert_int_equal(back.nparts, 4);
+    assert_int_equal(back.parts[1].kind, PM_PART_IMAGE);
+    assert_string_equal(back.parts[2].text, "Second:");
+    assert_string_equal(back.parts[2].arguments, "{\"type\":\"resource_link\"}");
+    assert_null(back.parts[0].arguments);
+    pm_message_clear(&back);
+    pm_message_clear(&m);
+    /* text parts only: one string, one part a line (not run together) */
+    pm_message_init(&m, PM_ROLE_USER);
+    assert_int_equal(pm_message_add_text(&m, "hello"), PM_OK);
+    assert_int_equal(pm_message_add_text(&m, "[Resource: z](https://x.y/z)"), PM_OK);
+    req.messages = &m;
+    v = body_of(PM_PROVIDER_OPENAI, &req);
+    content = pj_object_get(pj_array_get(pj_object_get(v, "messages"), 0), "content");
+    assert_string_equal(pj_string_value(content), "hello\n[Resource: z](https://x.y/z)");
+    pj_decref(v);
+    char *t = pm_message_text_sep(&m, "\n");
+    assert_string_equal(t, "hello\n[Resource: z](https://x.y/z)");
+    free(t);
+    t = pm_message_text(&m);
+    assert_string_equal(t, "hello[Resource: z](https://x.y/z)");
+    free(t);
+    pm_message_clear(&m);
+}
+
+/* A tool call whose arguments nest deeper than the Anthropic body can carry within
+ * PJ_PARSER_MAX_DEPTH: the body is still made, that input empty; a shallower one stays. */
+static void test_deep_tool_input(void **state) {
+    (void)state;
+    for (size_t n = 2041; n <= 2046; n++) {
+        /* {"path": [[...]]}: 1 + n deep; its input sits 5 levels down in the body */
+        char *args = malloc(2 * n + 16);
+        assert_non_null(args);
+        size_t k = (size_t)sprintf(args, "{\"path\":");
+        memset(args + k, '[', n);
+        memset(args + k + n, ']', n);
+        strcpy(args + k + 2 * n, "}");
+        pm_message m[3];
+        pm_message_init(&m[0], PM_ROLE_USER);
+        pm_message_init(&m[1], PM_ROLE_ASSISTANT);
+        pm_message_init(&m[2], PM_ROLE_TOOL);
+        assert_int_equal(pm_message_add_text(&m[0], "deep"), PM_OK);
+        assert_int_equal(pm_message_add_tool_call(&m[1], "t1", "read", args), PM_OK);
+        assert_int_equal(pm_message_add_tool_result(&m[2], "t1", "failed", true), PM_OK);
+        pm_request req = {.model = "m", .messages = m, .nmessages = 3, .temperature = -1};
+        pj_t *v = body_of(PM_PROVIDER_ANTHROPIC, &req);
+        pj_t *input = pj_object_get(
+            pj_array_get(pj_object_get(pj_array_get(pj_object_get(v, "messages"), 1), "content"),
+                         0),
+            "input");
+        assert_true(pj_is_object(input));
+        assert_int_equal(pj_object_size(input), n + 1 + 5 <= PJ_PARSER_MAX_DEPTH ? 1 : 0);
+        pj_decref(v);
+        v = body_of(PM_PROVIDER_OPENAI, &req); /* there the arguments are a string */
+        pj_decref(v);
+        for (int i = 0; i < 3; i++)
+            pm_message_clear(&m[i]);
+        free(args);
+    }
+}
+
 int main(void) {
     pm_global_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_request),      cmocka_unit_test(test_stream_byte_by_byte),
         cmocka_unit_test(test_outcomes),     cmocka_unit_test(test_retry_policy),
         cmocka_unit_test(test_answer_bound), cmocka_unit_test(test_tool_args_bound),
+        cmocka_unit_test(test_part_order),   cmocka_unit_test(test_deep_tool_input),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     pm_global_cleanup();
