@@ -232,7 +232,8 @@ typedef enum pag_event_kind {
     PAG_EV_TOOL_UPDATE,   /* tool progress/result: tool_call_id, status, text, raw_input */
     PAG_EV_USAGE,         /* used, size */
     PAG_EV_COMMANDS,      /* available commands changed (host-emitted; none offered yet) */
-    PAG_EV_SESSION_INFO,  /* title (NULL: unchanged), used = updatedAt in Unix ms */
+    PAG_EV_SESSION_INFO,  /* title (NULL: unchanged, or cleared with clear_title), used =
+                             updatedAt in Unix ms */
     PAG_EV_PLAN,          /* content_json = ACP PlanEntry[] JSON text */
     PAG_EV_MODE,          /* text = the current mode id */
     PAG_EV_CONFIG,        /* content_json = ACP SessionConfigOption[] JSON text */
@@ -262,6 +263,7 @@ typedef struct pag_event {
     int64_t input_tokens, output_tokens; /* USAGE: the call's split of `used` */
     bool has_cost;                       /* USAGE: cost_usd is known */
     double cost_usd;                     /* USAGE: session cost so far (USD) */
+    bool clear_title;                    /* SESSION_INFO: the session lost its title */
     /* Stamped by the runtime on the way up. */
     const char *session_id;
     uint64_t session_seq;

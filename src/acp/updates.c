@@ -150,9 +150,14 @@ pj_t *pacp__update_params(const pag_event *ev, const pct_event_ids *ids) {
     case PAG_EV_CONFIG: u = list_update("config_option_update", "configOptions", ev); break;
     case PAG_EV_SESSION_INFO:
         /* no title (a background task's start or end): the member is left out, since a
-         * null title tells the client to clear the one it shows */
-        u = pj_pack("{s:s, s:s*, s:o}", "sessionUpdate", "session_info_update", "title", ev->title,
-                    "updatedAt", pacp__iso_time(ev->used));
+         * null title tells the client to clear the one it shows, which only a session
+         * that lost its title asks for */
+        if (!ev->title && ev->clear_title)
+            u = pj_pack("{s:s, s:n, s:o}", "sessionUpdate", "session_info_update", "title",
+                        "updatedAt", pacp__iso_time(ev->used));
+        else
+            u = pj_pack("{s:s, s:s*, s:o}", "sessionUpdate", "session_info_update", "title",
+                        ev->title, "updatedAt", pacp__iso_time(ev->used));
         break;
     }
     if (!u) return NULL;

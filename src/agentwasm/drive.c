@@ -242,6 +242,7 @@ static void titled(void *ud, pst_remote_result *res) {
         /* ACP: title null clears the client's title */
         pag_event ev = {.kind = PAG_EV_SESSION_INFO,
                         .title = t->title[0] ? t->title : NULL,
+                        .clear_title = !t->title[0],
                         .used = t->p->h.ports->wall_ms(t->p->h.ports->ctx)};
         paw__emit(s, &ev);
     }

@@ -121,7 +121,8 @@ void pct__turn_end(pct_sess *s, const pag_turn_result *r) {
             /* ACP: a session_info_update with title null clears the client's title */
             pag_event ev = {.kind = PAG_EV_SESSION_INFO,
                             .turn = pag_session_turn_gen(s->agent),
-                            .used = pb_wall_ms()};
+                            .used = pb_wall_ms(),
+                            .clear_title = true};
             pct__emit(s, &ev);
         }
     }
