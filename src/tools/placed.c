@@ -326,18 +326,23 @@ static uint32_t requirement_bits(pj_t *a, bool *bad) {
     return bits;
 }
 
+/* Whether a run call asks the user: it declares requirements, or its Python imports
+ * need the native sandbox (py_bits, pyscan). The permission check and the run itself
+ * both decide by this, so a run that did not ask is never placed natively. */
+static bool run_asks(const pj_t *req, uint32_t py_bits) {
+    return (pj_is_array(req) && pj_array_size(req) > 0) || py_bits != 0;
+}
+
 bool ptl_tool_needs_permission(const ptl_tool *t, const char *input_json) {
     if (strcmp(t->name, "run") != 0) return t->needs_permission;
     pj_t *in = pj_loads(input_json && *input_json ? input_json : "{}", 0, NULL);
-    pj_t *req = pj_object_get(in, "requirements");
-    bool native = pj_is_array(req) && pj_array_size(req) > 0;
-    /* A Python script whose imports need the native sandbox goes there (pyscan). */
     pj_t *py = pj_object_get(in, "python");
-    if (pj_is_string(py) &&
-        pl_python_requirements(pj_string_value(py), pj_string_length(py), NULL, 0))
-        native = true;
+    uint32_t py_bits = pj_is_string(py) ? pl_python_requirements(pj_string_value(py),
+                                                                 pj_string_length(py), NULL, 0)
+                                        : 0;
+    bool asks = run_asks(pj_object_get(in, "requirements"), py_bits);
     pj_decref(in);
-    return native; /* the room cannot touch the host: only native runs ask */
+    return asks; /* the room cannot touch the host: only native runs ask */
 }
 
 /* The title says what will run: the whole script on one line, every character visible
@@ -461,7 +466,7 @@ ptl_status ptl__run(pj_t *in, const ptl_ctx *ctx, ptl_result *r) {
                        ruby     ? "ruby"
                        : python ? "python"
                                 : "",
-                       sps, bits != 0, r);
+                       sps, run_asks(req, py_bits), r);
 done:
     free(av);
     free(pf);
